@@ -1,0 +1,95 @@
+# octoric: the only entry points. `make run` and `make test` install what they need first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON_SYS ?= $(shell command -v python3.11 || command -v python3)
+VENV       := .venv
+PY         := $(VENV)/bin/python
+STAMP      := $(VENV)/.octoric-setup
+RMR_CRATE  := ric/rmr/Cargo.toml
+RMR_LIB    := build/lib/librmr_si.so
+RUN_ARGS   ?=
+PYTEST_ARGS ?=
+
+.PHONY: help setup native run test test-all bench eval charts lint fmt clean lock doctor
+
+help:
+	@echo "make run       run the embedded RIC, simulated gNBs, xApps and video flows (RUN_ARGS='--duration 30')"
+	@echo "make test      the default test suite (< 20 min): Python + native"
+	@echo "make test-all  every suite, slow and sanitizer ones included"
+	@echo "make bench     benchmarks; writes docs/benchmarks.md"
+	@echo "make lint      ruff + mypy (+ clippy/rustfmt for native crates)"
+	@echo "make fmt       format Python and native code"
+	@echo "make setup     create .venv, install locked deps, build native parts, install redis-server"
+	@echo "make clean     remove build outputs and the venv"
+
+# --- setup (idempotent; re-runs when the lock or pyproject changes) ---------------------
+setup: $(STAMP) native
+
+$(STAMP): pyproject.toml requirements.lock
+	@test -n "$(PYTHON_SYS)" || { echo "error: python3.11 not found" >&2; exit 1; }
+	@$(PYTHON_SYS) -c 'import sys; assert sys.version_info[:2] == (3, 11), "octoric needs Python 3.11, found " + sys.version' 
+	@test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.lock
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
+	@command -v redis-server >/dev/null || $(MAKE) --no-print-directory redis
+	@touch $(STAMP)
+
+.PHONY: redis
+redis:
+	@echo "installing redis-server from Debian (needs root)"
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null
+
+native:
+	@if [ -f $(RMR_CRATE) ]; then \
+	  cargo build -q --release --manifest-path $(RMR_CRATE) && mkdir -p build/lib && \
+	  install -m 0755 ric/rmr/target/release/librmr_si.so $(RMR_LIB); \
+	fi
+
+lock:
+	$(PY) -m pip freeze --exclude-editable | grep -v '^octoric' > requirements.lock
+
+# --- main job ---------------------------------------------------------------------------
+run: setup
+	$(VENV)/bin/octoric run $(RUN_ARGS)
+
+doctor: setup
+	$(VENV)/bin/octoric doctor
+
+# --- tests ------------------------------------------------------------------------------
+test: setup
+	$(PY) -m octoric.testrun $(PYTEST_ARGS)
+
+test-all: setup
+	$(PY) -m octoric.testrun --all $(PYTEST_ARGS)
+
+bench: setup
+	$(VENV)/bin/octoric bench --write docs/benchmarks.md
+
+eval: setup
+	$(VENV)/bin/octoric eval
+
+charts: setup
+	@if [ -d charts ] && ls charts/*/Chart.yaml >/dev/null 2>&1; then \
+	  for c in charts/*/Chart.yaml; do helm lint $$(dirname $$c); done; \
+	else echo "no charts yet"; fi
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	@if [ -f $(RMR_CRATE) ]; then \
+	  cargo fmt --manifest-path $(RMR_CRATE) -- --check && \
+	  cargo clippy -q --manifest-path $(RMR_CRATE) --all-targets -- -D warnings; fi
+
+fmt: setup
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+	@if [ -f $(RMR_CRATE) ]; then cargo fmt --manifest-path $(RMR_CRATE); fi
+
+clean:
+	rm -rf build $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	@if [ -f $(RMR_CRATE) ]; then cargo clean -q --manifest-path $(RMR_CRATE); fi
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,206 @@
+"""The typed configuration of ``octoric run``: a YAML file plus ``--set key=value`` overrides.
+
+Every field has a default, so no file is needed. Unknown keys and wrong types are errors that
+name the file and line (or the override), never silently ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+
+import yaml
+
+from octoric.errors import ConfigError
+
+
+@dataclass
+class RedisConfig:
+    host: str = "127.0.0.1"
+    port: int = 0  # 0: the embedded server picks a free port
+    external: bool = False  # True: use a Redis already listening at host:port
+
+
+@dataclass
+class LogConfig:
+    format: Literal["console", "json", "auto"] = "auto"
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+
+@dataclass
+class RicConfig:
+    """Embedded RIC ports (loopback), as in ARCHITECTURE.md."""
+
+    e2_port: int = 36421
+    e2_transport: Literal["auto", "sctp", "tcp"] = "auto"
+    e2term_rmr_port: int = 38000
+    submgr_rmr_port: int = 4570
+    submgr_rest_port: int = 8088
+    a1_rest_port: int = 10000
+    appmgr_port: int = 8080
+
+
+@dataclass
+class SimConfig:
+    scenario: str = "multi-ue"
+    cells: int = 2
+    ues: int = 8
+    seed: int = 1
+    traffic: Literal["video", "backlogged"] = "video"
+
+
+@dataclass
+class XappsConfig:
+    enabled: list[str] = field(default_factory=lambda: ["occ", "handover", "octopus"])
+
+
+@dataclass
+class RunConfig:
+    duration: float | None = None  # seconds; None runs until Ctrl-C
+    status_interval: float = 1.0
+    report_dir: str = "build/run"
+    redis: RedisConfig = field(default_factory=RedisConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+    ric: RicConfig = field(default_factory=RicConfig)
+    sim: SimConfig = field(default_factory=SimConfig)
+    xapps: XappsConfig = field(default_factory=XappsConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+T = typing.TypeVar("T")
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def _coerce(value: Any, tp: Any, where: str) -> Any:
+    """Check ``value`` against the annotation ``tp``; build nested dataclasses."""
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        errors = []
+        for alt in get_args(tp):
+            try:
+                return _coerce(value, alt, where)
+            except ConfigError as e:
+                errors.append(str(e))
+        raise ConfigError(f"expected {_type_name(tp)}, got {value!r}", where)
+    if tp is type(None):
+        if value is None:
+            return None
+        raise ConfigError(f"expected null, got {value!r}", where)
+    if origin is Literal:
+        if value in get_args(tp):
+            return value
+        choices = ", ".join(repr(a) for a in get_args(tp))
+        raise ConfigError(f"expected one of {choices}, got {value!r}", where)
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"expected a list, got {value!r}", where)
+        (item_tp,) = get_args(tp)
+        return [_coerce(v, item_tp, f"{where}[{i}]") for i, v in enumerate(value)]
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if not isinstance(value, dict):
+            raise ConfigError(f"expected a mapping for {tp.__name__}, got {value!r}", where)
+        return _build(tp, value, where)
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise ConfigError(f"expected a number, got {value!r}", where)
+    if tp in (int, str, bool):
+        if isinstance(value, tp) and not (tp is int and isinstance(value, bool)):
+            return value
+        raise ConfigError(f"expected {tp.__name__}, got {value!r}", where)
+    raise ConfigError(f"unsupported config type {tp!r}", where)  # a bug in this module
+
+
+def _build(cls: type[T], data: dict[str, Any], where: str) -> T:
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        path = f"{where}.{key}" if where else str(key)
+        if key not in names:
+            raise ConfigError(f"unknown key (known: {', '.join(sorted(names))})", path)
+        kwargs[key] = _coerce(value, hints[key], path)
+    return cls(**kwargs)
+
+
+def _key_lines(node: yaml.Node, prefix: str = "") -> dict[str, int]:
+    """Map 'a.b.c' key paths of a composed YAML document to 1-based line numbers."""
+    lines: dict[str, int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            path = f"{prefix}.{k.value}" if prefix else str(k.value)
+            lines[path] = k.start_mark.line + 1
+            lines.update(_key_lines(v, path))
+    return lines
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """``ric.e2_port=36422`` -> (['ric', 'e2_port'], 36422). Values are YAML scalars."""
+    if "=" not in text:
+        raise ConfigError("an override must look like key.path=value", f"--set {text}")
+    key, raw = text.split("=", 1)
+    if not key or any(not part for part in key.split(".")):
+        raise ConfigError("empty key in override", f"--set {text}")
+    try:
+        value = yaml.safe_load(raw) if raw != "" else ""
+    except yaml.YAMLError as e:
+        raise ConfigError(f"value is not valid YAML: {e}", f"--set {text}") from e
+    return key.split("."), value
+
+
+def load(path: str | Path | None = None, overrides: list[str] | None = None) -> RunConfig:
+    """Defaults, then the YAML file (if any), then ``key=value`` overrides."""
+    data: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    source = ""
+    if path is not None:
+        p = Path(path)
+        source = str(p)
+        try:
+            text = p.read_text()
+        except OSError as e:
+            raise ConfigError(f"cannot read config file: {e.strerror}", source) from e
+        try:
+            node = yaml.compose(text)
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f"{source}:{mark.line + 1}" if mark is not None else source
+            raise ConfigError(f"invalid YAML: {getattr(e, 'problem', e)}", where) from e
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError("the top level must be a mapping", f"{source}:1")
+        data = loaded
+        lines = _key_lines(node) if node is not None else {}
+    for ov in overrides or []:
+        keys, value = parse_override(ov)
+        cur = data
+        for k in keys[:-1]:
+            nxt = cur.setdefault(k, {})
+            if not isinstance(nxt, dict):
+                raise ConfigError(f"{k} is not a section", f"--set {ov}")
+            cur = nxt
+        cur[keys[-1]] = value
+    try:
+        return _build(RunConfig, data, "")
+    except ConfigError as e:
+        # Point at the file line when the failing key came from the file.
+        if e.where and e.where.split("[")[0] in lines:
+            raise ConfigError(
+                str(e).split(": ", 1)[1], f"{source}:{lines[e.where.split('[')[0]]} ({e.where})"
+            ) from None
+        raise
+
+
+def dump(cfg: RunConfig) -> str:
+    return yaml.safe_dump(cfg.to_dict(), sort_keys=False)

@@ -1,0 +1,39 @@
+"""Fixtures every suite may use. Real parts, not mocks: a real redis-server on a free port."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from octoric.redis_server import RedisServer
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = (REPO.parent / "shared").resolve()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """One real redis-server for the whole session, on a free loopback port."""
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture
+def redis_client(redis_server: RedisServer) -> Iterator[object]:
+    """A redis-py client on a flushed database (each test starts empty)."""
+    import redis
+
+    client = redis.Redis(host=redis_server.host, port=redis_server.port)
+    client.flushall()
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """../shared beside the repository; tests that need it skip with a clear reason."""
+    if not SHARED.is_dir():
+        pytest.skip(f"{SHARED} not found: these tests need ../shared beside the repository")
+    return SHARED
