@@ -94,7 +94,8 @@ def render_markdown(results: dict[str, list[BenchResult]], skipped: dict[str, st
     lines = [
         "# Benchmarks",
         "",
-        "Written by `make bench` (`octoric bench --write docs/benchmarks.md`); do not edit by hand.",
+        "Written by `make bench` (`octoric bench --write docs/benchmarks.md`); "
+        "do not edit by hand.",
         "",
         "## Method",
         "",

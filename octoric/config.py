@@ -21,7 +21,7 @@ from octoric.errors import ConfigError
 @dataclass
 class RedisConfig:
     host: str = "127.0.0.1"
-    port: int = 0  # 0: the embedded server picks a free port
+    port: int = 6379  # 0: the embedded server picks a free port
     external: bool = False  # True: use a Redis already listening at host:port
 
 

@@ -79,10 +79,11 @@ def configure(
     out = stream or sys.stderr
     if fmt is None:
         env_fmt = os.environ.get("OCTORIC_LOG_FORMAT")
-        if env_fmt in ("json", "console"):
-            fmt = env_fmt  # type: ignore[assignment]
-        else:
-            fmt = "console" if out.isatty() else "json"
+        fmt = "console" if out.isatty() else "json"
+        if env_fmt == "json":
+            fmt = "json"
+        elif env_fmt == "console":
+            fmt = "console"
     if level is None:
         level = os.environ.get("OCTORIC_LOG_LEVEL", "INFO")
     handler = logging.StreamHandler(out)

@@ -13,7 +13,9 @@ from types import TracebackType
 
 from octoric.errors import OctoricError
 
-INSTALL_HINT = "install it with `apt-get update && apt-get install -y redis-server` (or `make setup`)"
+INSTALL_HINT = (
+    "install it with `apt-get update && apt-get install -y redis-server` (or `make setup`)"
+)
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -37,3 +37,15 @@ def shared_dir() -> Path:
     if not SHARED.is_dir():
         pytest.skip(f"{SHARED} not found: these tests need ../shared beside the repository")
     return SHARED
+
+
+@pytest.fixture
+def netns_pair() -> Iterator[object]:
+    """Two network namespaces joined by veth (skips cleanly when not root)."""
+    from octoric.testing.netns import NetnsPair, netns_unavailable
+
+    why = netns_unavailable()
+    if why:
+        pytest.skip(why)
+    with NetnsPair() as pair:
+        yield pair

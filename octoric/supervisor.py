@@ -1,0 +1,241 @@
+"""The supervisor behind ``octoric run``: starts components in order, shows a live status
+line, stops them in reverse order on Ctrl-C, SIGTERM or after ``--duration``.
+
+A component is anything with ``name``, ``start``, ``stop``, ``status`` and ``report``.
+Later components (e2term, submgr, the simulated gNBs, the xApps) plug in through
+``octoric.<area>.run_plugin.components(ctx)``; see :mod:`octoric.runner`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TextIO, runtime_checkable
+
+from octoric.config import RunConfig
+
+log = logging.getLogger("octoric.supervisor")
+
+
+@dataclass
+class RunContext:
+    """What components share during a run: the config, where Redis is, the run folder."""
+
+    config: RunConfig
+    run_dir: Path
+    redis_host: str = "127.0.0.1"
+    redis_port: int = 0
+    started_at: float = field(default_factory=time.monotonic)
+
+    def child_env(self) -> dict[str, str]:
+        """Environment for child processes: SDL (ricxappframe's DBAAS_*) and log format."""
+        env = dict(os.environ)
+        env["DBAAS_SERVICE_HOST"] = self.redis_host
+        env["DBAAS_SERVICE_PORT"] = str(self.redis_port)
+        env.setdefault("OCTORIC_LOG_FORMAT", "json")
+        return env
+
+
+@runtime_checkable
+class Component(Protocol):
+    name: str
+
+    async def start(self, ctx: RunContext) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def status(self) -> str:
+        """A short fragment for the live status line, e.g. 'redis :6379 up'."""
+        ...
+
+    def report(self) -> dict[str, Any]:
+        """What goes into the end-of-run report under this component's name."""
+        ...
+
+    def failed(self) -> str | None:
+        """Why the component has died, or None while it is healthy."""
+        ...
+
+
+class ChildProcess:
+    """A component that is a child process in its own session (so stop kills its whole group)."""
+
+    def __init__(self, name: str, argv: Sequence[str], env: dict[str, str] | None = None) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.env = env
+        self.proc: asyncio.subprocess.Process | None = None
+        self._stopping = False
+        self.log_path: Path | None = None
+
+    async def start(self, ctx: RunContext) -> None:
+        self.log_path = ctx.run_dir / f"{self.name}.log"
+        out = self.log_path.open("ab")
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            env=self.env or ctx.child_env(),
+            start_new_session=True,
+        )
+        out.close()
+        log.info("started %s (pid %d)", self.name, self.proc.pid)
+
+    async def stop(self) -> None:
+        self._stopping = True
+        p = self.proc
+        if p is None or p.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(p.wait(), 5)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            await p.wait()
+
+    def status(self) -> str:
+        if self.proc is None:
+            return f"{self.name} -"
+        return f"{self.name} {'up' if self.proc.returncode is None else 'exited'}"
+
+    def report(self) -> dict[str, Any]:
+        rc = self.proc.returncode if self.proc else None
+        return {
+            "pid": self.proc.pid if self.proc else None,
+            "exit_code": rc,
+            "log": str(self.log_path) if self.log_path else None,
+        }
+
+    def failed(self) -> str | None:
+        if self.proc is not None and self.proc.returncode is not None and not self._stopping:
+            return f"{self.name} exited with code {self.proc.returncode} (log: {self.log_path})"
+        return None
+
+
+class StatusLine:
+    """One line rewritten in place on a terminal; periodic plain lines otherwise."""
+
+    def __init__(self, stream: TextIO, live: bool, interval: float) -> None:
+        self.stream = stream
+        self.tty = live and stream.isatty()
+        self.interval = interval if self.tty else max(interval, 5.0)
+        self._last = 0.0
+        self._width = 0
+
+    def show(self, text: str, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last < self.interval:
+            return
+        self._last = now
+        if self.tty:
+            pad = max(0, self._width - len(text))
+            self.stream.write("\r" + text + " " * pad)
+            self._width = len(text)
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty and self._width:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+@dataclass
+class RunOutcome:
+    reason: str  # "duration", "signal SIGINT", "failure: ..."
+    seconds: float
+    report: dict[str, Any]
+
+    @property
+    def ok(self) -> bool:
+        return not self.reason.startswith("failure")
+
+
+class Supervisor:
+    def __init__(
+        self,
+        ctx: RunContext,
+        components: Sequence[Component],
+        live: bool = True,
+        stream: TextIO | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.components = list(components)
+        self.started: list[Component] = []
+        self.status = StatusLine(stream or sys.stdout, live, ctx.config.status_interval)
+        self._stop = asyncio.Event()
+        self._reason = ""
+
+    def request_stop(self, reason: str) -> None:
+        if not self._stop.is_set():
+            self._reason = reason
+            self._stop.set()
+
+    def _line(self) -> str:
+        elapsed = time.monotonic() - self.ctx.started_at
+        dur = self.ctx.config.duration
+        head = f"[octoric {elapsed:6.1f}s" + (f"/{dur:.0f}s]" if dur else "]")
+        parts = [c.status() for c in self.started]
+        return " | ".join([head, *parts, "Ctrl-C stops"])
+
+    async def run(self) -> RunOutcome:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.request_stop, f"signal {signal.Signals(sig).name}")
+        try:
+            for comp in self.components:
+                log.info("starting %s", comp.name)
+                try:
+                    await comp.start(self.ctx)
+                except Exception as e:
+                    log.error("%s failed to start: %s", comp.name, e)
+                    self.request_stop(f"failure: {comp.name} failed to start: {e}")
+                    break
+                self.started.append(comp)
+                if self._stop.is_set():
+                    break
+            duration = self.ctx.config.duration
+            deadline = None if duration is None else self.ctx.started_at + duration
+            while not self._stop.is_set():
+                for comp in self.started:
+                    why = comp.failed()
+                    if why:
+                        self.request_stop(f"failure: {why}")
+                if deadline is not None and time.monotonic() >= deadline:
+                    self.request_stop("duration")
+                self.status.show(self._line())
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), 0.1)
+            self.status.show(self._line(), force=True)
+        finally:
+            self.status.close()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            await self._stop_all()
+        seconds = time.monotonic() - self.ctx.started_at
+        report = {
+            "stopped_because": self._reason,
+            "seconds": round(seconds, 3),
+            "components": {c.name: c.report() for c in self.started},
+        }
+        return RunOutcome(self._reason, seconds, report)
+
+    async def _stop_all(self) -> None:
+        for comp in reversed(self.started):
+            try:
+                await asyncio.wait_for(comp.stop(), 20)
+                log.info("stopped %s", comp.name)
+            except Exception as e:  # one failing stop must not leave the others running
+                log.error("stopping %s failed: %s", comp.name, e)

@@ -1,0 +1,93 @@
+"""`octoric run`: starts Redis and the supervisor, shows status, stops cleanly, leaves nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from octoric.redis_server import RedisServer, free_port, ping
+
+pytestmark = pytest.mark.integration
+
+
+def _start(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "octoric.cli", "run", "--set", f"report_dir={tmp_path}", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _assert_gone(pid: int) -> None:
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_duration_run_writes_report_and_leaves_no_process(tmp_path: Path) -> None:
+    port = free_port()
+    p = _start(tmp_path, "--duration", "1.5", "--set", f"redis.port={port}")
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert "[octoric" in out and f"redis :{port} up" in out  # the status line
+    assert "stopped because: duration" in out
+    report = json.loads((tmp_path / "latest.json").read_text())
+    assert report["stopped_because"] == "duration"
+    assert 1.5 <= report["seconds"] < 30
+    pid = report["components"]["redis"]["pid"]
+    assert isinstance(pid, int)
+    _assert_gone(pid)
+    assert not ping("127.0.0.1", port)
+
+
+def test_ctrl_c_stops_cleanly(tmp_path: Path) -> None:
+    port = free_port()
+    p = _start(tmp_path, "--set", f"redis.port={port}")
+    deadline = time.monotonic() + 30
+    while not ping("127.0.0.1", port):
+        assert time.monotonic() < deadline, "redis never came up"
+        assert p.poll() is None, p.communicate()
+        time.sleep(0.05)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert "stopped because: signal SIGINT" in out
+    report = json.loads((tmp_path / "latest.json").read_text())
+    _assert_gone(report["components"]["redis"]["pid"])
+    assert not ping("127.0.0.1", port)
+
+
+def test_busy_redis_port_is_a_clear_failure(tmp_path: Path, redis_server: RedisServer) -> None:
+    p = _start(tmp_path, "--duration", "5", "--set", f"redis.port={redis_server.port}")
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 1
+    assert "already listens" in err and "redis.external=true" in err
+
+
+def test_external_redis_is_used_not_started(tmp_path: Path, redis_server: RedisServer) -> None:
+    p = _start(
+        tmp_path,
+        "--duration",
+        "1",
+        "--set",
+        "redis.external=true",
+        "--set",
+        f"redis.port={redis_server.port}",
+    )
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    report = json.loads((tmp_path / "latest.json").read_text())
+    assert report["components"]["redis"] == {
+        "host": "127.0.0.1",
+        "port": redis_server.port,
+        "external": True,
+        "pid": None,
+    }
+    assert ping(redis_server.host, redis_server.port)  # someone else's Redis is left running

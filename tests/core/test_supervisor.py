@@ -1,0 +1,78 @@
+"""The supervisor: start order, stop in reverse, a dying child ends the run as a failure."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from octoric.config import load
+from octoric.supervisor import ChildProcess, RunContext, Supervisor
+
+pytestmark = pytest.mark.integration
+
+
+class Recorder:
+    def __init__(self, name: str, events: list[str]) -> None:
+        self.name, self.events = name, events
+
+    async def start(self, ctx: RunContext) -> None:
+        self.events.append(f"start {self.name}")
+
+    async def stop(self) -> None:
+        self.events.append(f"stop {self.name}")
+
+    def status(self) -> str:
+        return f"{self.name} ok"
+
+    def report(self) -> dict[str, Any]:
+        return {"ok": True}
+
+    def failed(self) -> str | None:
+        return None
+
+
+def _ctx(tmp_path: Path, duration: float | None) -> RunContext:
+    return RunContext(config=load(overrides=[f"duration={duration}"]), run_dir=tmp_path)
+
+
+def test_order_and_duration(tmp_path: Path) -> None:
+    events: list[str] = []
+    comps = [Recorder("a", events), Recorder("b", events)]
+    buf = io.StringIO()
+    outcome = asyncio.run(Supervisor(_ctx(tmp_path, 0.3), comps, stream=buf).run())
+    assert outcome.ok and outcome.reason == "duration"
+    assert events == ["start a", "start b", "stop b", "stop a"]
+    assert "a ok | b ok" in buf.getvalue()
+
+
+def test_dying_child_fails_the_run_and_others_stop(tmp_path: Path) -> None:
+    events: list[str] = []
+    sleeper = ChildProcess("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"])
+    dier = ChildProcess("dier", [sys.executable, "-c", "import sys; sys.exit(3)"])
+    comps = [Recorder("a", events), sleeper, dier]
+    outcome = asyncio.run(Supervisor(_ctx(tmp_path, 30), comps, stream=io.StringIO()).run())
+    assert not outcome.ok
+    assert "dier exited with code 3" in outcome.reason
+    assert events == ["start a", "stop a"]
+    assert sleeper.proc is not None
+    with pytest.raises(ProcessLookupError):
+        os.kill(sleeper.proc.pid, 0)
+
+
+def test_failed_start_stops_what_started(tmp_path: Path) -> None:
+    events: list[str] = []
+
+    class Broken(Recorder):
+        async def start(self, ctx: RunContext) -> None:
+            raise RuntimeError("no port")
+
+    comps = [Recorder("a", events), Broken("b", events), Recorder("c", events)]
+    outcome = asyncio.run(Supervisor(_ctx(tmp_path, 30), comps, stream=io.StringIO()).run())
+    assert outcome.reason == "failure: b failed to start: no port"
+    assert events == ["start a", "stop a"]
