@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml requirements.lock
 	@test -n "$(PYTHON_SYS)" || { echo "error: python3.11 not found" >&2; exit 1; }
 	@$(PYTHON_SYS) -c 'import sys; assert sys.version_info[:2] == (3, 11), "octoric needs Python 3.11, found " + sys.version' 
 	@test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q pip==26.3 setuptools==84.2.1 wheel==0.48.0
 	$(PY) -m pip install -q -r requirements.lock
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
 	@command -v redis-server >/dev/null || $(MAKE) --no-print-directory redis
