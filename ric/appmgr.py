@@ -1,0 +1,136 @@
+"""appmgr-lite: the part of O-RAN SC's appmgr that ricxappframe calls on start and stop.
+
+``POST /ric/v1/register`` (ricxappframe's ``Xapp.register``: appName, appVersion,
+appInstanceName, httpEndpoint, rmrEndpoint, config as a JSON string) records the xApp and its
+descriptor; ``POST /ric/v1/deregister`` removes it; ``GET /ric/v1/xapps`` lists them in appmgr's
+shape. Each change calls ``on_change`` so routing can rebuild the route table.
+
+ricxappframe posts to ``http://service-<ns>-appmgr-http.<ns>:8080/...``; an xApp started by the
+embedded RIC reaches us through ``HTTP_PROXY`` pointed here, so requests may arrive in absolute
+form and are matched on their path alone.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from octoric.ric.routing import XappRoutes
+from octoric.ric.sdl import Sdl
+
+log = logging.getLogger("ric.appmgr")
+NS = "octoric.ric.xapps"
+
+
+@dataclass
+class XappRecord:
+    name: str  # appName (ricxappframe sends the pod's HOSTNAME)
+    instance: str  # appInstanceName (the descriptor's name)
+    version: str
+    http_endpoint: str
+    rmr_endpoint: str
+    descriptor: dict[str, Any] = field(default_factory=dict)
+
+    def routes(self) -> XappRoutes:
+        return XappRoutes.from_descriptor(self.descriptor, self.rmr_endpoint)
+
+
+@dataclass
+class AppmgrCounters:
+    registered: int = 0
+    deregistered: int = 0
+    bad_requests: int = 0
+
+
+class Appmgr:
+    def __init__(self, sdl: Sdl, on_change: Callable[[], Awaitable[None]] | None = None) -> None:
+        self.sdl = sdl
+        self.on_change = on_change
+        self.counters = AppmgrCounters()
+
+    async def xapps(self) -> list[XappRecord]:
+        return [XappRecord(**v) for v in (await self.sdl.all_json(NS)).values()]
+
+    def routes(self) -> list[web.RouteDef]:
+        return [
+            web.post("/ric/v1/register", self.register),
+            web.post("/ric/v1/deregister", self.deregister),
+            web.get("/ric/v1/xapps", self.list_xapps),
+            web.get("/ric/v1/health/alive", self.alive),
+            web.get("/ric/v1/health/ready", self.alive),
+        ]
+
+    async def alive(self, request: web.Request) -> web.Response:
+        return web.Response(status=200)
+
+    async def _body(self, request: web.Request, required: tuple[str, ...]) -> dict[str, Any]:
+        try:
+            body = json.loads(await request.read())
+            if not isinstance(body, dict):
+                raise ValueError("the body must be a JSON object")
+            missing = [k for k in required if not isinstance(body.get(k), str) or not body[k]]
+            if missing:
+                raise ValueError(f"missing or empty fields: {', '.join(missing)}")
+        except ValueError as e:
+            self.counters.bad_requests += 1
+            log.warning("bad appmgr request %s: %s", request.path, e)
+            raise web.HTTPBadRequest(
+                text=json.dumps({"error": str(e)}), content_type="application/json"
+            ) from None
+        return body
+
+    async def register(self, request: web.Request) -> web.Response:
+        body = await self._body(
+            request, ("appName", "appInstanceName", "httpEndpoint", "rmrEndpoint")
+        )
+        try:
+            descriptor = json.loads(body.get("config") or "{}")
+            if not isinstance(descriptor, dict):
+                raise ValueError("config must be a JSON object")
+            rec = XappRecord(
+                name=body["appName"],
+                instance=body["appInstanceName"],
+                version=str(body.get("appVersion") or ""),
+                http_endpoint=body["httpEndpoint"],
+                rmr_endpoint=body["rmrEndpoint"],
+                descriptor=descriptor,
+            )
+            rec.routes()  # reject descriptors naming unknown message types now, not later
+        except (ValueError, KeyError) as e:
+            self.counters.bad_requests += 1
+            raise web.HTTPBadRequest(
+                text=json.dumps({"error": f"bad xApp config: {e}"}), content_type="application/json"
+            ) from None
+        await self.sdl.set_json(NS, rec.name, asdict(rec))
+        self.counters.registered += 1
+        log.info("xApp %s registered (rmr %s)", rec.name, rec.rmr_endpoint)
+        if self.on_change:
+            await self.on_change()
+        return web.json_response({"name": rec.name}, status=201)
+
+    async def deregister(self, request: web.Request) -> web.Response:
+        body = await self._body(request, ("appName",))
+        await self.sdl.delete(NS, body["appName"])
+        self.counters.deregistered += 1
+        log.info("xApp %s deregistered", body["appName"])
+        if self.on_change:
+            await self.on_change()
+        return web.Response(status=204)
+
+    async def list_xapps(self, request: web.Request) -> web.Response:
+        out = []
+        for x in await self.xapps():
+            r = x.routes()
+            host, _, port = x.rmr_endpoint.rpartition(":")
+            out.append({
+                "name": x.instance, "status": "deployed", "version": x.version,
+                "instances": [{"name": x.name, "status": "running", "ip": host,
+                               "port": int(port) if port.isdigit() else 0,
+                               "txMessages": r.tx, "rxMessages": r.rx, "policies": r.policies}],
+            })  # fmt: skip
+        return web.json_response(out)

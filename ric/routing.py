@@ -1,0 +1,126 @@
+"""RMR route tables, as O-RAN SC's route manager builds them.
+
+A table is built from three sources: the platform's own routes (submgr <-> e2term, a1 <->
+xApps), each registered xApp's descriptor (its rx messages and A1 policy types), and the
+subscriptions submgr made (RIC_INDICATION of a sub_id to the subscriber). ``render`` gives the
+text the RMR library reads from RMR_SEED_RT or receives in route-manager pushes (mtype 20).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from octoric.ric import msgtypes as mt
+
+
+@dataclass(frozen=True)
+class Route:
+    """``mse|<mtype>[,<sender>]|<sub_id>|<groups>``: each group gets a copy, round robin inside."""
+
+    mtype: int
+    groups: tuple[tuple[str, ...], ...]  # endpoints "host:port"; or (("%meid",),)
+    sub_id: int = -1
+    sender: str | None = None
+
+    def line(self) -> str:
+        key = f"{self.mtype},{self.sender}" if self.sender else str(self.mtype)
+        targets = ";".join(",".join(g) for g in self.groups)
+        return f"mse|{key}|{self.sub_id}|{targets}"
+
+
+@dataclass(frozen=True)
+class PlatformEndpoints:
+    """Where the platform components listen for RMR (host:port)."""
+
+    e2term: str = "127.0.0.1:38000"
+    submgr: str = "127.0.0.1:4570"
+    a1: str = "127.0.0.1:4562"
+
+
+@dataclass
+class XappRoutes:
+    """What a registered xApp receives: from its descriptor (messaging.ports rmr-data)."""
+
+    name: str
+    endpoint: str  # "host:port" of its RMR data port
+    rx: list[int] = field(default_factory=list)
+    tx: list[int] = field(default_factory=list)
+    policies: list[int] = field(default_factory=list)
+
+    @classmethod
+    def from_descriptor(cls, descriptor: dict[str, Any], endpoint: str) -> XappRoutes:
+        """Read rx/tx/policies from an O-RAN SC descriptor (``messaging.ports`` or ``rmr``)."""
+        name = str(descriptor.get("xapp_name") or descriptor.get("name") or "xapp")
+        rx: list[int] = []
+        tx: list[int] = []
+        policies: list[int] = []
+        sources: list[dict[str, Any]] = []
+        ports = (descriptor.get("messaging") or {}).get("ports") or []
+        sources += [p for p in ports if isinstance(p, dict)]
+        if isinstance(descriptor.get("rmr"), dict):
+            sources.append(descriptor["rmr"])
+        for src in sources:
+            rx += [mt.number(m) for m in src.get("rxMessages", [])]
+            tx += [mt.number(m) for m in src.get("txMessages", [])]
+            policies += [int(p) for p in src.get("policies", [])]
+        return cls(name, endpoint, sorted(set(rx)), sorted(set(tx)), sorted(set(policies)))
+
+
+@dataclass(frozen=True)
+class SubscriptionRoute:
+    """RIC_INDICATION (and friends) of one E2 subscription to its subscribers."""
+
+    sub_id: int
+    endpoints: tuple[str, ...]
+
+
+# Messages xApps send that go to the E2 node owning the message's meid.
+TO_NODE = (mt.RIC_CONTROL_REQ,)
+# Messages the platform handles itself, never routed to xApps by their descriptor alone.
+PLATFORM_ONLY = {
+    mt.RIC_SUB_RESP, mt.RIC_SUB_FAILURE, mt.RIC_SUB_DEL_RESP, mt.RIC_SUB_DEL_FAILURE,
+    mt.RIC_E2_SETUP_REQ, mt.A1_POLICY_RESP, mt.A1_POLICY_QUERY, mt.RIC_INDICATION,
+}  # fmt: skip
+
+
+def build_routes(
+    platform: PlatformEndpoints,
+    xapps: Sequence[XappRoutes],
+    subscriptions: Iterable[SubscriptionRoute] = (),
+) -> list[Route]:
+    routes: list[Route] = [
+        # submgr -> the node's e2term; e2term's answers -> submgr
+        Route(mt.RIC_SUB_REQ, ((platform.e2term,),)),
+        Route(mt.RIC_SUB_DEL_REQ, ((platform.e2term,),)),
+        Route(mt.RIC_SUB_RESP, ((platform.submgr,),)),
+        Route(mt.RIC_SUB_FAILURE, ((platform.submgr,),)),
+        Route(mt.RIC_SUB_DEL_RESP, ((platform.submgr,),)),
+        Route(mt.RIC_SUB_DEL_FAILURE, ((platform.submgr,),)),
+        Route(mt.RIC_SUB_DEL_REQUIRED, ((platform.submgr,),)),
+        Route(mt.RIC_CONTROL_REQ, ((platform.e2term,),)),
+        Route(mt.A1_POLICY_RESP, ((platform.a1,),)),
+        Route(mt.A1_POLICY_QUERY, ((platform.a1,),)),
+    ]
+    # Descriptor rx messages: every xApp that lists a type gets a copy (one group each).
+    by_type: dict[int, list[str]] = {}
+    for x in xapps:
+        for m in x.rx:
+            if m not in PLATFORM_ONLY and m not in TO_NODE:
+                by_type.setdefault(m, []).append(x.endpoint)
+        for pid in x.policies:
+            routes.append(Route(mt.A1_POLICY_REQ, ((x.endpoint,),), sub_id=pid))
+    for m, endpoints in sorted(by_type.items()):
+        routes.append(Route(m, tuple((e,) for e in dict.fromkeys(endpoints))))
+    for s in subscriptions:
+        groups = tuple((e,) for e in dict.fromkeys(s.endpoints))
+        if groups:
+            routes.append(Route(mt.RIC_INDICATION, groups, sub_id=s.sub_id))
+    return routes
+
+
+def render(routes: Sequence[Route], table_id: str = "octoric") -> str:
+    """The full-table text: ``newrt|start|id`` ... ``newrt|end|count``."""
+    lines = [f"newrt|start|{table_id}", *(r.line() for r in routes), f"newrt|end|{len(routes)}"]
+    return "\n".join(lines) + "\n"
