@@ -41,7 +41,11 @@ class RicConfig:
     submgr_rmr_port: int = 4570
     submgr_rest_port: int = 8088
     a1_rest_port: int = 10000
+    a1_rmr_port: int = 10020
     appmgr_port: int = 8080
+    rtmgr_rest_port: int = 3800
+    rtmgr_rmr_port: int = 3801
+    e2term_http_port: int = 38080  # e2term's /metrics
 
 
 @dataclass

@@ -85,9 +85,9 @@ class RedisComponent:
         return None
 
 
-def build_components(ctx: RunContext) -> list[Component]:
+def build_components(ctx: RunContext, plugins: list[str] | None = None) -> list[Component]:
     comps: list[Component] = [RedisComponent()]
-    for module in RUN_PLUGINS:
+    for module in RUN_PLUGINS if plugins is None else plugins:
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:
@@ -111,13 +111,14 @@ def _summary(outcome: RunOutcome, report_path: Path) -> str:
     return "\n".join(lines)
 
 
-def run(cfg: RunConfig, live: bool = True) -> int:
+def run(cfg: RunConfig, live: bool = True, plugins: list[str] | None = None) -> int:
+    """Run the components of ``plugins`` (default: all areas) under the supervisor."""
     fmt = None if cfg.log.format == "auto" else cfg.log.format
     octolog.configure("octoric-run", fmt=fmt, level=cfg.log.level)
     run_dir = Path(cfg.report_dir) / time.strftime("%Y%m%d-%H%M%S")
     run_dir.mkdir(parents=True, exist_ok=True)
     ctx = RunContext(config=cfg, run_dir=run_dir)
-    components = build_components(ctx)
+    components = build_components(ctx, plugins)
     log.info("run folder %s; components: %s", run_dir, ", ".join(c.name for c in components))
     outcome = asyncio.run(Supervisor(ctx, components, live=live).run())
     report = {"config": cfg.to_dict(), **outcome.report}

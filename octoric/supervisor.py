@@ -66,32 +66,77 @@ class Component(Protocol):
 
 
 class ChildProcess:
-    """A component that is a child process in its own session (so stop kills its whole group)."""
+    """A component that is a child process in its own session (so stop kills its whole group).
 
-    def __init__(self, name: str, argv: Sequence[str], env: dict[str, str] | None = None) -> None:
+    With ``max_restarts`` > 0 a child that dies is started again (after ``backoff_s``), as a
+    Kubernetes deployment would restart a pod; the run fails only once the restarts are spent.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        env: dict[str, str] | None = None,
+        max_restarts: int = 0,
+        backoff_s: float = 0.5,
+    ) -> None:
         self.name = name
         self.argv = list(argv)
         self.env = env
+        self.max_restarts, self.backoff_s = max_restarts, backoff_s
+        self.restarts = 0
         self.proc: asyncio.subprocess.Process | None = None
         self._stopping = False
+        self._gave_up: str | None = None
+        self._watch: asyncio.Task[None] | None = None
+        self._ctx: RunContext | None = None
         self.log_path: Path | None = None
 
-    async def start(self, ctx: RunContext) -> None:
-        self.log_path = ctx.run_dir / f"{self.name}.log"
-        out = self.log_path.open("ab")
-        self.proc = await asyncio.create_subprocess_exec(
-            *self.argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=out,
-            stderr=out,
-            env=self.env or ctx.child_env(),
-            start_new_session=True,
-        )
-        out.close()
+    async def _spawn(self) -> None:
+        assert self._ctx is not None and self.log_path is not None
+        with self.log_path.open("ab") as out:
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                env=self.env or self._ctx.child_env(),
+                start_new_session=True,
+            )
         log.info("started %s (pid %d)", self.name, self.proc.pid)
+
+    async def start(self, ctx: RunContext) -> None:
+        self._ctx = ctx
+        self.log_path = ctx.run_dir / f"{self.name}.log"
+        await self._spawn()
+        self._watch = asyncio.create_task(self._watcher())
+
+    async def _watcher(self) -> None:
+        while True:
+            assert self.proc is not None
+            rc = await self.proc.wait()
+            if self._stopping:
+                return
+            if self.restarts >= self.max_restarts:
+                self._gave_up = f"{self.name} exited with code {rc} (log: {self.log_path})"
+                return
+            self.restarts += 1
+            log.warning(
+                "%s exited with code %s; restart %d of %d",
+                self.name,
+                rc,
+                self.restarts,
+                self.max_restarts,
+            )
+            await asyncio.sleep(self.backoff_s)
+            if self._stopping:
+                return
+            await self._spawn()
 
     async def stop(self) -> None:
         self._stopping = True
+        if self._watch is not None:
+            self._watch.cancel()
         p = self.proc
         if p is None or p.returncode is not None:
             return
@@ -110,17 +155,15 @@ class ChildProcess:
         return f"{self.name} {'up' if self.proc.returncode is None else 'exited'}"
 
     def report(self) -> dict[str, Any]:
-        rc = self.proc.returncode if self.proc else None
         return {
             "pid": self.proc.pid if self.proc else None,
-            "exit_code": rc,
+            "exit_code": self.proc.returncode if self.proc else None,
+            "restarts": self.restarts,
             "log": str(self.log_path) if self.log_path else None,
         }
 
     def failed(self) -> str | None:
-        if self.proc is not None and self.proc.returncode is not None and not self._stopping:
-            return f"{self.name} exited with code {self.proc.returncode} (log: {self.log_path})"
-        return None
+        return self._gave_up
 
 
 class StatusLine:

@@ -68,8 +68,12 @@ class A1Service:
 
     # --- delivery ------------------------------------------------------------------------
     def _deliver(self, op: str, tid: int, iid: str, payload: dict[str, Any]) -> bool:
-        msg = {"operation": op, "policy_type_id": tid, "policy_instance_id": iid,
-               "payload": payload}  # fmt: skip
+        msg = {
+            "operation": op,
+            "policy_type_id": tid,
+            "policy_instance_id": iid,
+            "payload": payload,
+        }
         ok = self.send(mt.A1_POLICY_REQ, json.dumps(msg).encode(), tid)
         if ok:
             self.counters.sent += 1
@@ -87,8 +91,12 @@ class A1Service:
                 replies = []
                 for iid in await self._instance_ids(tid):
                     inst = await self.sdl.get_json(NS, f"inst.{tid}.{iid}")
-                    msg = {"operation": "CREATE", "policy_type_id": tid,
-                           "policy_instance_id": iid, "payload": inst["payload"]}  # fmt: skip
+                    msg = {
+                        "operation": "CREATE",
+                        "policy_type_id": tid,
+                        "policy_instance_id": iid,
+                        "payload": inst["payload"],
+                    }
                     replies.append((mt.A1_POLICY_REQ, json.dumps(msg).encode()))
                 return replies
             jsonschema.validate(body, _NOTIFICATION_SCHEMA)
@@ -215,12 +223,14 @@ class A1Service:
     async def instance_status(self, request: web.Request) -> web.Response:
         inst = await self._existing(request)
         in_effect = any(s == "OK" for s in inst["handlers"].values())
-        return web.json_response({
-            "instance_status": "IN EFFECT" if in_effect else "NOT IN EFFECT",
-            "has_been_deleted": inst["deleted"],
-            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(inst["created_at"])),
-            "handlers": inst["handlers"],
-        })  # fmt: skip
+        return web.json_response(
+            {
+                "instance_status": "IN EFFECT" if in_effect else "NOT IN EFFECT",
+                "has_been_deleted": inst["deleted"],
+                "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(inst["created_at"])),
+                "handlers": inst["handlers"],
+            }
+        )
 
     async def _existing(self, request: web.Request) -> dict[str, Any]:
         tid, iid = _tid(request), _iid(request)

@@ -127,10 +127,22 @@ class Appmgr:
         for x in await self.xapps():
             r = x.routes()
             host, _, port = x.rmr_endpoint.rpartition(":")
-            out.append({
-                "name": x.instance, "status": "deployed", "version": x.version,
-                "instances": [{"name": x.name, "status": "running", "ip": host,
-                               "port": int(port) if port.isdigit() else 0,
-                               "txMessages": r.tx, "rxMessages": r.rx, "policies": r.policies}],
-            })  # fmt: skip
+            out.append(
+                {
+                    "name": x.instance,
+                    "status": "deployed",
+                    "version": x.version,
+                    "instances": [
+                        {
+                            "name": x.name,
+                            "status": "running",
+                            "ip": host,
+                            "port": int(port) if port.isdigit() else 0,
+                            "txMessages": r.tx,
+                            "rxMessages": r.rx,
+                            "policies": r.policies,
+                        }
+                    ],
+                }
+            )
         return web.json_response(out)

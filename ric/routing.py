@@ -80,9 +80,15 @@ class SubscriptionRoute:
 TO_NODE = (mt.RIC_CONTROL_REQ,)
 # Messages the platform handles itself, never routed to xApps by their descriptor alone.
 PLATFORM_ONLY = {
-    mt.RIC_SUB_RESP, mt.RIC_SUB_FAILURE, mt.RIC_SUB_DEL_RESP, mt.RIC_SUB_DEL_FAILURE,
-    mt.RIC_E2_SETUP_REQ, mt.A1_POLICY_RESP, mt.A1_POLICY_QUERY, mt.RIC_INDICATION,
-}  # fmt: skip
+    mt.RIC_SUB_RESP,
+    mt.RIC_SUB_FAILURE,
+    mt.RIC_SUB_DEL_RESP,
+    mt.RIC_SUB_DEL_FAILURE,
+    mt.RIC_E2_SETUP_REQ,
+    mt.A1_POLICY_RESP,
+    mt.A1_POLICY_QUERY,
+    mt.RIC_INDICATION,
+}
 
 
 def build_routes(
@@ -99,6 +105,7 @@ def build_routes(
         Route(mt.RIC_SUB_DEL_RESP, ((platform.submgr,),)),
         Route(mt.RIC_SUB_DEL_FAILURE, ((platform.submgr,),)),
         Route(mt.RIC_SUB_DEL_REQUIRED, ((platform.submgr,),)),
+        Route(mt.RAN_CONNECTED, ((platform.submgr,),)),  # e2term's node up/down/reset events
         Route(mt.RIC_CONTROL_REQ, ((platform.e2term,),)),
         Route(mt.A1_POLICY_RESP, ((platform.a1,),)),
         Route(mt.A1_POLICY_QUERY, ((platform.a1,),)),

@@ -76,3 +76,26 @@ def test_failed_start_stops_what_started(tmp_path: Path) -> None:
     outcome = asyncio.run(Supervisor(_ctx(tmp_path, 30), comps, stream=io.StringIO()).run())
     assert outcome.reason == "failure: b failed to start: no port"
     assert events == ["start a", "stop a"]
+
+
+def test_child_is_restarted_until_restarts_are_spent(tmp_path: Path) -> None:
+    counter = tmp_path / "starts"
+    script = (
+        "import pathlib, sys, time\n"
+        f"p = pathlib.Path({str(counter)!r})\n"
+        "n = int(p.read_text()) + 1 if p.exists() else 1\n"
+        "p.write_text(str(n))\n"
+        "sys.exit(1) if n <= 2 else time.sleep(60)\n"
+    )
+    flaky = ChildProcess("flaky", [sys.executable, "-c", script], max_restarts=2, backoff_s=0.05)
+    outcome = asyncio.run(Supervisor(_ctx(tmp_path, 2.0), [flaky], stream=io.StringIO()).run())
+    assert outcome.ok, outcome.reason  # two crashes, two restarts, then it stayed up
+    assert counter.read_text() == "3" and flaky.restarts == 2
+
+    counter.unlink()
+    script_always_fails = "import sys; sys.exit(4)"
+    dead = ChildProcess(
+        "dead", [sys.executable, "-c", script_always_fails], max_restarts=1, backoff_s=0.05
+    )
+    outcome = asyncio.run(Supervisor(_ctx(tmp_path, 30), [dead], stream=io.StringIO()).run())
+    assert "dead exited with code 4" in outcome.reason and dead.restarts == 1

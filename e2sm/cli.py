@@ -1,0 +1,123 @@
+"""``octoric e2sm``: decode / encode E2AP, E2SM-KPM and E2SM-RC PDUs from the shell.
+
+    octoric e2sm decode --pdu E2AP-PDU --hex 0004...          # JSON on stdout
+    octoric e2sm decode --pdu E2SM-KPM-IndicationMessage --file msg.bin
+    octoric e2sm encode --pdu E2SM-KPM-EventTriggerDefinition --json trig.json   # hex
+    octoric e2sm types                                        # what --pdu accepts
+
+``--file`` takes raw bytes or a text file of hex digits (whitespace ignored), such as the
+vectors under ../shared/vectors. Bad input prints one line and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import string
+import sys
+from pathlib import Path
+from typing import Any
+
+from octoric.errors import OctoricError
+
+
+class E2smCliError(OctoricError):
+    """A user error of ``octoric e2sm`` (bad file, bad hex, unknown type)."""
+
+
+def _accepted_types() -> tuple[str, ...]:
+    from octoric.e2sm import codec
+
+    return codec.TOP_LEVEL_TYPES
+
+
+def _check_type(name: str) -> None:
+    from octoric.e2sm import codec
+
+    if name not in codec.TYPES:
+        raise E2smCliError(
+            f"unknown --pdu {name!r}; accepted: {', '.join(_accepted_types())} "
+            "(any type of octoric's ASN.1 modules works too)"
+        )
+
+
+def _read_input(args: argparse.Namespace) -> bytes:
+    if args.hex is not None:
+        text = "".join(args.hex.split())
+        if text.lower().startswith("0x"):
+            text = text[2:]
+        try:
+            return bytes.fromhex(text)
+        except ValueError:
+            raise E2smCliError("--hex is not a valid hex string") from None
+    path = Path(args.file)
+    try:
+        raw = path.read_bytes() if args.file != "-" else sys.stdin.buffer.read()
+    except OSError as e:
+        raise E2smCliError(f"cannot read {args.file}: {e.strerror or e}") from None
+    stripped = b"".join(raw.split())
+    if stripped and all(chr(c) in string.hexdigits for c in stripped):
+        try:
+            return bytes.fromhex(stripped.decode())
+        except ValueError:
+            raise E2smCliError(f"{args.file}: odd number of hex digits") from None
+    return raw
+
+
+def _cmd_decode(args: argparse.Namespace) -> int:
+    from octoric.e2sm import jsonconv
+
+    _check_type(args.pdu)
+    data = _read_input(args)
+    js = jsonconv.decode_to_json(args.pdu, data)
+    print(json.dumps(js, indent=None if args.compact else 2))
+    return 0
+
+
+def _cmd_encode(args: argparse.Namespace) -> int:
+    from octoric.e2sm import jsonconv
+
+    _check_type(args.pdu)
+    try:
+        text = sys.stdin.read() if args.json == "-" else Path(args.json).read_text()
+    except OSError as e:
+        raise E2smCliError(f"cannot read {args.json}: {e.strerror or e}") from None
+    try:
+        js: Any = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise E2smCliError(f"{args.json}: invalid JSON at line {e.lineno}: {e.msg}") from None
+    print(jsonconv.encode_from_json(args.pdu, js).hex())
+    return 0
+
+
+def _cmd_types(args: argparse.Namespace) -> int:
+    for name in _accepted_types():
+        print(name)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser("e2sm", help="decode/encode E2AP, E2SM-KPM and E2SM-RC PDUs")
+    sub = p.add_subparsers(dest="e2sm_command", metavar="SUBCOMMAND")
+
+    d = sub.add_parser("decode", help="aligned-PER bytes -> JSON")
+    d.add_argument("--pdu", required=True, help="ASN.1 type, e.g. E2AP-PDU")
+    src = d.add_mutually_exclusive_group(required=True)
+    src.add_argument("--hex", help="the PDU as hex")
+    src.add_argument("--file", help="file with the PDU (raw bytes or hex text; - = stdin)")
+    d.add_argument("--compact", action="store_true", help="one-line JSON")
+    d.set_defaults(func=_cmd_decode)
+
+    e = sub.add_parser("encode", help="JSON -> aligned-PER bytes (hex)")
+    e.add_argument("--pdu", required=True, help="ASN.1 type, e.g. E2SM-KPM-ActionDefinition")
+    e.add_argument("--json", required=True, help="JSON file (- = stdin)")
+    e.set_defaults(func=_cmd_encode)
+
+    t = sub.add_parser("types", help="list the PDU types --pdu accepts")
+    t.set_defaults(func=_cmd_types)
+
+    def _help(args: argparse.Namespace) -> int:
+        p.print_help()
+        return 2
+
+    p.set_defaults(func=_help)

@@ -1,0 +1,135 @@
+"""A whole embedded RIC for tests and benchmarks: real Redis, the four RIC processes, free
+ports throughout (so it runs beside `make run`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from octoric.redis_server import RedisServer, free_port
+from octoric.ric.services import RicRuntime
+
+T = TypeVar("T")
+
+RIC_PORTS = [
+    "e2_port",
+    "e2term_rmr_port",
+    "submgr_rmr_port",
+    "submgr_rest_port",
+    "a1_rest_port",
+    "a1_rmr_port",
+    "appmgr_port",
+    "rtmgr_rest_port",
+    "rtmgr_rmr_port",
+    "e2term_http_port",
+]
+
+
+def free_pair() -> int:
+    """A free port p whose p+1 (the RMR route port) is free too."""
+    for _ in range(100):
+        p = free_port()
+        if p < 65000:
+            try:
+                import socket
+
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p + 1))
+                return p
+            except OSError:
+                continue
+    raise RuntimeError("no free port pair")
+
+
+@dataclass
+class RicStack:
+    proc: subprocess.Popen[bytes]
+    rt: RicRuntime
+    state_dir: Path
+    redis: RedisServer
+    log: Path
+
+    def url(self, port_name: str, path: str) -> str:
+        return f"http://127.0.0.1:{getattr(self.rt.ric, port_name)}{path}"
+
+
+def start_ric(tmp: Path, redis: RedisServer) -> RicStack:
+    overrides = ["redis.external=true", f"redis.port={redis.port}", f"report_dir={tmp}/run"]
+    ports = {name: free_pair() for name in RIC_PORTS}
+    overrides += [f"ric.{k}={v}" for k, v in ports.items()]
+    env = dict(os.environ, OCTORIC_STATE_DIR=str(tmp / "state"), OCTORIC_LOG_FORMAT="json")
+    argv = [sys.executable, "-m", "octoric.cli", "ric", "up"]
+    for o in overrides:
+        argv += ["--set", o]
+    log = tmp / "ric.log"
+    proc = subprocess.Popen(argv, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env)
+    try:
+        return _wait_healthy(proc, tmp, redis, log)
+    except BaseException:
+        _terminate(proc)  # never leave a half-started RIC behind
+        raise
+
+
+def _wait_healthy(
+    proc: subprocess.Popen[bytes], tmp: Path, redis: RedisServer, log: Path
+) -> RicStack:
+    current = tmp / "state" / "current.json"
+    deadline = time.monotonic() + 120
+    while not current.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"RIC did not start:\n{log.read_text()[-3000:]}")
+        time.sleep(0.1)
+    rt = RicRuntime.read(Path(json.loads(current.read_text())["state"]))
+    # healthy once a1 (the last one started) answers
+    import urllib.request
+
+    while True:
+        try:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{rt.ric.a1_rest_port}/ric/v1/health/alive", timeout=0.5
+            ):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"RIC not healthy:\n{log.read_text()[-3000:]}") from None
+            time.sleep(0.1)
+    return RicStack(proc, rt, tmp / "state", redis, log)
+
+
+def _terminate(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def stop_ric(stack: RicStack) -> None:
+    _terminate(stack.proc)
+
+
+class LoopThread:
+    """An asyncio loop in a background thread, for E2 nodes beside synchronous test code."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float = 30) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)

@@ -1,0 +1,362 @@
+"""e2term: E2 nodes on one side (E2AP over SCTP or TCP framing), RMR on the other.
+
+- E2 Setup: the node and its RAN functions are recorded (our record + the R-NIB), the setup is
+  answered, and submgr is told (RAN_CONNECTED, JSON ``{"meid", "event"}``) so it re-establishes
+  the node's subscriptions. A setup storm (more than ``max_setups_per_s``) is answered with
+  E2setupFailure + TimeToWait.
+- Hot path: RIC indications are relayed as RIC_INDICATION with sub_id = the subscription's
+  RIC instance ID (its E2EventInstanceId) and meid = the node, after reading only the E2AP
+  envelope (``e2ap_envelope``), not the E2SM payload.
+- Subscription (delete) requests from submgr go to the node named by the RMR meid; answers go
+  back to submgr. RIC control requests from xApps go to the node, and the node's ACK/FAILURE is
+  returned to the very xApp that asked (RMR return-to-sender on the held request).
+- Reset, RIC service update and E2 node configuration update are answered; malformed PDUs get
+  an Error Indication and a counter; the connection and every other node carry on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+
+from redis.exceptions import RedisError
+
+from octoric.e2sm import e2ap
+from octoric.e2sm.e2ap_ies import Cause, E2NodeComponentConfigAck, GlobalRicId, RanFunctionIdItem
+from octoric.e2sm.errors import E2smError
+from octoric.ric import e2ap_envelope as env
+from octoric.ric import msgtypes as mt
+from octoric.ric import nodes
+from octoric.ric.e2transport import E2Connection, E2Server, E2TransportError, Transport
+from octoric.ric.rmr_endpoint import RmrEndpoint, RmrMessage
+from octoric.ric.sdl import Sdl
+
+log = logging.getLogger("ric.e2term")
+
+# (kind, procedure) of PDUs from a node -> RMR type they go out as, to submgr by route
+_TO_SUBMGR = {
+    (env.SUCCESSFUL, env.PROC_RIC_SUBSCRIPTION): mt.RIC_SUB_RESP,
+    (env.UNSUCCESSFUL, env.PROC_RIC_SUBSCRIPTION): mt.RIC_SUB_FAILURE,
+    (env.SUCCESSFUL, env.PROC_RIC_SUBSCRIPTION_DELETE): mt.RIC_SUB_DEL_RESP,
+    (env.UNSUCCESSFUL, env.PROC_RIC_SUBSCRIPTION_DELETE): mt.RIC_SUB_DEL_FAILURE,
+    (env.INITIATING, env.PROC_RIC_SUBSCRIPTION_DELETE_REQUIRED): mt.RIC_SUB_DEL_REQUIRED,
+}
+_CONTROL_ANSWERS = {
+    (env.SUCCESSFUL, env.PROC_RIC_CONTROL): mt.RIC_CONTROL_ACK,
+    (env.UNSUCCESSFUL, env.PROC_RIC_CONTROL): mt.RIC_CONTROL_FAILURE,
+}
+CONTROL_HOLD_S = 10.0  # how long a control request waits for the node's answer
+
+
+@dataclass
+class E2termConfig:
+    host: str = "127.0.0.1"
+    e2_port: int = 36421
+    transport: Transport = "tcp"
+    ric_plmn: bytes = bytes.fromhex("00f110")
+    ric_id: int = 1
+    max_setups_per_s: int = 50
+    time_to_wait: str = "v5s"
+
+
+@dataclass
+class NodeSession:
+    meid: str
+    conn: E2Connection
+    record: nodes.NodeRecord
+    closed: bool = False
+
+
+@dataclass
+class E2termStats:
+    pdus_in: Counter[str] = field(default_factory=Counter)
+    pdus_out: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    indications: int = 0
+    forward_latency_us: deque[float] = field(default_factory=lambda: deque(maxlen=100_000))
+
+
+class E2term:
+    def __init__(self, cfg: E2termConfig, sdl: Sdl, rmr: RmrEndpoint) -> None:
+        self.cfg, self.sdl, self.rmr = cfg, sdl, rmr
+        self.sessions: dict[str, NodeSession] = {}
+        self.stats = E2termStats()
+        self._pending_controls: dict[tuple[str, int, int], tuple[RmrMessage, float]] = {}
+        self._setup_times: deque[float] = deque()
+        self._server: E2Server | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # --- lifecycle --------------------------------------------------------------------------
+    async def start(self) -> None:
+        self._server = E2Server(self._serve, self.cfg.host, self.cfg.e2_port, self.cfg.transport)
+        await self._server.start()
+        self.cfg.e2_port = self._server.port
+        self._tasks.append(asyncio.create_task(self._rmr_loop()))
+        self._tasks.append(asyncio.create_task(self._expire_controls()))
+        log.info("E2 on %s:%d (%s)", self.cfg.host, self.cfg.e2_port, self.cfg.transport)
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        if self._server is not None:
+            await self._server.stop()
+        for s in list(self.sessions.values()):
+            s.conn.close()
+
+    # --- E2 side ----------------------------------------------------------------------------
+    async def _serve(self, conn: E2Connection) -> None:
+        session: NodeSession | None = None
+        try:
+            while True:
+                pdu = await conn.recv()
+                if session is None:
+                    session = await self._expect_setup(conn, pdu)
+                    continue
+                await self._from_node(session, pdu)
+        except (EOFError, E2TransportError, ConnectionError) as e:
+            if isinstance(e, E2TransportError):
+                self.stats.errors["framing"] += 1
+                log.warning("E2 framing error from %s: %s", conn.peer, e)
+        finally:
+            conn.close()
+            if session is not None and self.sessions.get(session.meid) is session:
+                await self._node_lost(session)
+
+    async def _expect_setup(self, conn: E2Connection, pdu: bytes) -> NodeSession | None:
+        try:
+            msg = e2ap.decode_e2ap(pdu)
+        except E2smError as e:
+            self.stats.errors["decode"] += 1
+            log.warning("undecodable first PDU from %s: %s", conn.peer, e)
+            await self._error_indication(conn, Cause("protocol", "transfer-syntax-error"))
+            return None
+        if not isinstance(msg, e2ap.E2SetupRequest):
+            self.stats.errors["not_setup"] += 1
+            log.warning("%s sent %s before E2 Setup", conn.peer, type(msg).__name__)
+            await self._error_indication(
+                conn, Cause("protocol", "message-not-compatible-with-receiver-state")
+            )
+            return None
+        self.stats.pdus_in["E2setupRequest"] += 1
+        now = time.monotonic()
+        while self._setup_times and now - self._setup_times[0] > 1.0:
+            self._setup_times.popleft()
+        if len(self._setup_times) >= self.cfg.max_setups_per_s:
+            self.stats.errors["setup_storm"] += 1
+            fail = e2ap.E2SetupFailure(
+                msg.transaction_id,
+                Cause("misc", "control-processing-overload"),
+                time_to_wait=self.cfg.time_to_wait,
+            )
+            await self._send(conn, e2ap.encode_e2ap(fail), "E2setupFailure")
+            return None
+        self._setup_times.append(now)
+        try:
+            record = nodes.NodeRecord.from_setup(
+                msg.global_e2node_id, msg.ran_functions, conn.peer, conn.transport
+            )
+        except ValueError as e:
+            self.stats.errors["bad_setup"] += 1
+            fail = e2ap.E2SetupFailure(msg.transaction_id, Cause("protocol", "semantic-error"))
+            await self._send(conn, e2ap.encode_e2ap(fail), "E2setupFailure")
+            log.warning("bad E2 setup from %s: %s", conn.peer, e)
+            return None
+        old = self.sessions.get(record.meid)
+        if old is not None:
+            record.setups = old.record.setups + 1
+            old.closed = True
+            old.conn.close()
+            log.info("%s reconnected; replacing its old association", record.meid)
+        session = NodeSession(record.meid, conn, record)
+        self.sessions[record.meid] = session
+        await nodes.save(self.sdl, record)
+        resp = e2ap.E2SetupResponse(
+            msg.transaction_id,
+            GlobalRicId(self.cfg.ric_plmn, self.cfg.ric_id),
+            accepted=[RanFunctionIdItem(f.ran_function_id, f.revision) for f in msg.ran_functions]
+            or None,
+            component_config_acks=[
+                E2NodeComponentConfigAck(c.interface_type, c.component_id)
+                for c in msg.component_configs
+            ],
+        )
+        await self._send(conn, e2ap.encode_e2ap(resp), "E2setupResponse")
+        log.info(
+            "E2 node %s set up from %s (%d RAN functions)",
+            record.meid,
+            conn.peer,
+            len(record.ran_functions),
+        )
+        self._notify_submgr(record.meid, "connected")
+        return session
+
+    async def _from_node(self, s: NodeSession, pdu: bytes) -> None:
+        t0 = time.perf_counter()
+        try:
+            e = env.parse(pdu)
+        except env.EnvelopeError as err:
+            self.stats.errors["envelope"] += 1
+            log.warning("malformed PDU from %s: %s", s.meid, err)
+            await self._error_indication(s.conn, Cause("protocol", "transfer-syntax-error"))
+            return
+        key = (e.kind, e.procedure)
+        if key == (env.INITIATING, env.PROC_RIC_INDICATION):
+            rid = e.request_id()
+            if rid is None:
+                self.stats.errors["indication_without_request_id"] += 1
+                await self._error_indication(
+                    s.conn, Cause("protocol", "abstract-syntax-error-falsely-constructed-message")
+                )
+                return
+            self.stats.indications += 1
+            await self.rmr.send_patiently(mt.RIC_INDICATION, pdu, sub_id=rid[1], meid=s.meid)
+            self.stats.forward_latency_us.append((time.perf_counter() - t0) * 1e6)
+            return
+        if key in _TO_SUBMGR:
+            self.stats.pdus_in[mt.name(_TO_SUBMGR[key])] += 1
+            self.rmr.send(_TO_SUBMGR[key], pdu, meid=s.meid)
+            return
+        if key in _CONTROL_ANSWERS:
+            self._control_answer(s, e, _CONTROL_ANSWERS[key], pdu)
+            return
+        await self._node_procedure(s, e, pdu)
+
+    async def _node_procedure(self, s: NodeSession, e: env.Envelope, pdu: bytes) -> None:
+        """The less frequent procedures: decoded fully with the codec."""
+        try:
+            msg = e2ap.decode_e2ap(pdu)
+        except E2smError as err:
+            self.stats.errors["decode"] += 1
+            log.warning("undecodable PDU from %s: %s", s.meid, err)
+            await self._error_indication(s.conn, Cause("protocol", "abstract-syntax-error-reject"))
+            return
+        name = type(msg).__name__
+        self.stats.pdus_in[name] += 1
+        if isinstance(msg, e2ap.ResetRequest):
+            await self._send(
+                s.conn, e2ap.encode_e2ap(e2ap.ResetResponse(msg.transaction_id)), "ResetResponse"
+            )
+            log.info("%s reset (%s/%s)", s.meid, msg.cause.group, msg.cause.value)
+            self._notify_submgr(s.meid, "reset")
+        elif isinstance(msg, e2ap.RicServiceUpdate):
+            by_id = {f.ran_function_id: f for f in s.record.ran_functions}
+            for f in (msg.added or []) + (msg.modified or []):
+                by_id[f.ran_function_id] = nodes.RanFunctionRecord(
+                    f.ran_function_id, f.revision, f.oid, f.definition.hex()
+                )
+            for d in msg.deleted or []:
+                by_id.pop(d.ran_function_id, None)
+            s.record.ran_functions = sorted(by_id.values(), key=lambda f: f.ran_function_id)
+            await nodes.save(self.sdl, s.record)
+            accepted = [
+                RanFunctionIdItem(f.ran_function_id, f.revision)
+                for f in (msg.added or []) + (msg.modified or [])
+            ]
+            ack = e2ap.RicServiceUpdateAcknowledge(msg.transaction_id, accepted=accepted or None)
+            await self._send(s.conn, e2ap.encode_e2ap(ack), "RICserviceUpdateAcknowledge")
+        elif isinstance(msg, e2ap.E2NodeConfigurationUpdate):
+            cfg_ack = e2ap.E2NodeConfigurationUpdateAcknowledge(msg.transaction_id)
+            await self._send(
+                s.conn, e2ap.encode_e2ap(cfg_ack), "E2nodeConfigurationUpdateAcknowledge"
+            )
+        elif isinstance(msg, e2ap.ErrorIndication):
+            cause = f"{msg.cause.group}/{msg.cause.value}" if msg.cause else "no cause"
+            log.warning("Error Indication from %s: %s", s.meid, cause)
+            self.rmr.send(mt.RIC_ERROR_INDICATION, pdu, meid=s.meid)
+        else:
+            self.stats.errors["unexpected_procedure"] += 1
+            log.warning("%s sent unexpected %s", s.meid, name)
+            await self._error_indication(
+                s.conn, Cause("protocol", "message-not-compatible-with-receiver-state")
+            )
+
+    def _control_answer(self, s: NodeSession, e: env.Envelope, mtype: int, pdu: bytes) -> None:
+        self.stats.pdus_in[mt.name(mtype)] += 1
+        rid = e.request_id()
+        held = self._pending_controls.pop((s.meid, *rid), None) if rid else None
+        if held is not None:
+            self.rmr.reply(held[0], mtype, pdu)
+        else:  # nobody waits (timed out): deliver by route table
+            self.rmr.send(mtype, pdu, meid=s.meid)
+
+    async def _node_lost(self, s: NodeSession) -> None:
+        del self.sessions[s.meid]
+        s.record.connected = False
+        log.warning("E2 node %s lost", s.meid)
+        self._notify_submgr(s.meid, "disconnected")
+        try:
+            await nodes.save(self.sdl, s.record)
+        except (OSError, RedisError) as e:  # Redis gone (shutdown): the record waits
+            log.warning("could not record %s as lost: %s", s.meid, e)
+
+    def _notify_submgr(self, meid: str, event: str) -> None:
+        body = json.dumps({"meid": meid, "event": event}).encode()
+        self.rmr.send(mt.RAN_CONNECTED, body, meid=meid)
+
+    async def _send(self, conn: E2Connection, pdu: bytes, name: str) -> None:
+        try:
+            await conn.send(pdu)
+            self.stats.pdus_out[name] += 1
+        except (ConnectionError, OSError) as e:
+            self.stats.errors["send"] += 1
+            log.warning("send %s to %s failed: %s", name, conn.peer, e)
+
+    async def _error_indication(self, conn: E2Connection, cause: Cause) -> None:
+        await self._send(
+            conn, e2ap.encode_e2ap(e2ap.ErrorIndication(cause=cause)), "ErrorIndication"
+        )
+
+    # --- RMR side ---------------------------------------------------------------------------
+    async def _rmr_loop(self) -> None:
+        while True:
+            msg = await self.rmr.receive()
+            try:
+                await self._from_rmr(msg)
+            except Exception:  # one bad message must not stop the relay
+                self.stats.errors["rmr_handler"] += 1
+                log.exception("handling RMR %s failed", mt.name(msg.mtype))
+                self.rmr.release(msg)
+
+    async def _from_rmr(self, msg: RmrMessage) -> None:
+        if msg.mtype in (mt.RIC_SUB_REQ, mt.RIC_SUB_DEL_REQ, mt.RIC_CONTROL_REQ):
+            s = self.sessions.get(msg.meid)
+            if s is None:
+                self.stats.errors["unknown_meid"] += 1
+                log.warning("%s for unknown node %r dropped", mt.name(msg.mtype), msg.meid)
+                self.rmr.release(msg)
+                return
+            try:
+                e = env.parse(msg.payload)
+            except env.EnvelopeError as err:
+                self.stats.errors["bad_rmr_payload"] += 1
+                log.warning("%s from %s is not E2AP: %s", mt.name(msg.mtype), msg.src, err)
+                self.rmr.release(msg)
+                return
+            await self._send(s.conn, msg.payload, mt.name(msg.mtype))
+            rid = e.request_id()
+            if msg.mtype == mt.RIC_CONTROL_REQ and rid is not None:
+                old = self._pending_controls.pop((s.meid, *rid), None)
+                if old:
+                    self.rmr.release(old[0])
+                self._pending_controls[(s.meid, *rid)] = (msg, time.monotonic())
+                return
+        elif msg.mtype == mt.RIC_HEALTH_CHECK_REQ:
+            self.rmr.reply(msg, mt.RIC_HEALTH_CHECK_RESP, b"OK\n")
+            return
+        else:
+            self.stats.errors["unexpected_rmr"] += 1
+            log.warning("unexpected RMR %s from %s", mt.name(msg.mtype), msg.src)
+        self.rmr.release(msg)
+
+    async def _expire_controls(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            now = time.monotonic()
+            for k, (m, t) in list(self._pending_controls.items()):
+                if now - t > CONTROL_HOLD_S:
+                    del self._pending_controls[k]
+                    self.rmr.release(m)

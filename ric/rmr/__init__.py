@@ -1,0 +1,110 @@
+"""octoric's RMR library (``librmr_si.so``) for unmodified ricxappframe xApps.
+
+Importing this module loads the library with ``RTLD_GLOBAL``. Because the library's soname
+is ``librmr_si.so``, glibc then satisfies ricxappframe's own ``CDLL("librmr_si.so")`` with
+the copy already loaded, so no ``LD_LIBRARY_PATH`` is needed::
+
+    import octoric.ric.rmr  # noqa: F401  (must come before ricxappframe)
+    from ricxappframe.xapp_frame import RMRXapp
+
+Where the library is looked for, first hit wins: ``$OCTORIC_RMR_LIB`` (a file),
+``$OCTORIC_LIB_DIR/librmr_si.so``, ``<repo>/build/lib/librmr_si.so``, this package's folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from octoric.errors import OctoricError
+
+LIB_NAME = "librmr_si.so"
+_REPO = Path(__file__).resolve().parents[2]
+
+
+class RmrLibraryError(OctoricError):
+    """The RMR library could not be found or loaded."""
+
+
+def candidate_paths() -> list[Path]:
+    """Where the library is looked for, in order."""
+    out: list[Path] = []
+    explicit = os.environ.get("OCTORIC_RMR_LIB")
+    if explicit:
+        out.append(Path(explicit))
+    libdir = os.environ.get("OCTORIC_LIB_DIR")
+    if libdir:
+        out.append(Path(libdir) / LIB_NAME)
+    out.append(_REPO / "build" / "lib" / LIB_NAME)
+    out.append(Path(__file__).resolve().parent / LIB_NAME)
+    return out
+
+
+def lib_path() -> Path:
+    """The library file that :func:`load` would use."""
+    for p in candidate_paths():
+        if p.is_file():
+            return p
+    tried = ", ".join(str(p) for p in candidate_paths())
+    raise RmrLibraryError(f"{LIB_NAME} not found (tried {tried}); run `make native`")
+
+
+_LIB: ctypes.CDLL | None = None
+
+
+def load() -> ctypes.CDLL:
+    """Load the library once, globally, so later dlopen("librmr_si.so") finds it."""
+    global _LIB
+    if _LIB is None:
+        path = lib_path()
+        try:
+            _LIB = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+        except OSError as e:
+            raise RmrLibraryError(f"cannot load {path}: {e}") from e
+    return _LIB
+
+
+@dataclass(frozen=True)
+class RmrStats:
+    """Counters of one RMR context (octoric extension ``octoric_rmr_stats``)."""
+
+    received: int
+    sent: int
+    send_failures: int
+    dropped_overflow: int
+    dropped_bad_frame: int
+    dropped_bad_stream: int
+    connections_accepted: int
+    connections_made: int
+    rt_installed: int
+    rt_errors: int
+
+
+def stats(ctx: int | None) -> RmrStats:
+    """Counters of a context returned by ``rmr_init`` (ours only, not real RMR's)."""
+    lib = load()
+    fn = lib.octoric_rmr_stats
+    fn.restype = ctypes.POINTER(ctypes.c_char)
+    fn.argtypes = [ctypes.c_void_p]
+    free = lib.rmr_free_consts
+    free.argtypes = [ctypes.POINTER(ctypes.c_char)]
+    free.restype = None
+    ptr = fn(ctx)
+    if not ptr:
+        raise RmrLibraryError("octoric_rmr_stats: no context")
+    try:
+        raw = ctypes.cast(ptr, ctypes.c_char_p).value or b"{}"
+    finally:
+        free(ptr)
+    return RmrStats(**json.loads(raw.decode()))
+
+
+if os.environ.get("OCTORIC_RMR_NO_PRELOAD") != "1":
+    # Importing must not fail where the library is not built (e.g. docs, linters);
+    # ricxappframe's own import then reports the missing library.
+    with contextlib.suppress(RmrLibraryError):
+        load()

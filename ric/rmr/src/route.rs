@@ -1,0 +1,634 @@
+//! Route tables: the RMR text grammar, the table, and endpoint selection.
+//!
+//! Records (fields split by '|', blanks trimmed, '#' starts a comment line):
+//! `newrt|start[|id]`, `newrt|end[|count]`, `updatert|start[|id]`, `updatert|end[|count]`,
+//! `rte|<mtype>[,<sender>]|<groups>`, `mse|<mtype>[,<sender>]|<subid>|<groups or %meid>`,
+//! `del|<mtype>[,<sender>][|<subid>]`, `meid_map|start[|id]`, `meid_map|end[|count]`,
+//! `mme_ar|<owner>|<meid> <meid>...`, `mme_del|<meid> <meid>...`.
+//! Groups: ';' separates groups (each gets a copy), ',' separates round-robin members.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// A route-table parse error (the one error type of this parser).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteError(pub String);
+
+impl fmt::Display for RouteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RouteError {}
+
+fn err<T>(msg: impl Into<String>) -> Result<T, RouteError> {
+    Err(RouteError(msg.into()))
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// Groups of endpoints; every group gets a copy, members are used round robin.
+    Groups(Vec<Vec<String>>),
+    /// Route by the message's meid through the meid map.
+    Meid,
+}
+
+/// One parsed record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    NewStart(Option<String>),
+    NewEnd(Option<usize>),
+    UpdStart(Option<String>),
+    UpdEnd(Option<usize>),
+    Route {
+        mtype: i32,
+        sender: Option<String>,
+        subid: i32,
+        target: Target,
+    },
+    Del {
+        mtype: i32,
+        sender: Option<String>,
+        subid: i32,
+    },
+    MeidStart(Option<String>),
+    MeidEnd(Option<usize>),
+    MmeAr {
+        owner: String,
+        meids: Vec<String>,
+    },
+    MmeDel(Vec<String>),
+}
+
+fn parse_int(s: &str, what: &str) -> Result<i32, RouteError> {
+    s.trim()
+        .parse::<i32>()
+        .or_else(|_| err(format!("bad {what} {s:?}")))
+}
+
+fn opt_field(f: &[&str], i: usize) -> Option<String> {
+    f.get(i)
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+fn opt_count(f: &[&str], i: usize) -> Result<Option<usize>, RouteError> {
+    match opt_field(f, i) {
+        None => Ok(None),
+        Some(s) => s
+            .parse::<usize>()
+            .map(Some)
+            .or_else(|_| err(format!("bad record count {s:?}"))),
+    }
+}
+
+fn mtype_sender(s: &str) -> Result<(i32, Option<String>), RouteError> {
+    let mut it = s.splitn(2, ',');
+    let mtype = parse_int(it.next().unwrap_or(""), "message type")?;
+    let sender = it
+        .next()
+        .map(|x| x.trim().to_string())
+        .filter(|x| !x.is_empty());
+    Ok((mtype, sender))
+}
+
+fn valid_endpoint(ep: &str) -> bool {
+    match ep.rsplit_once(':') {
+        Some((host, port)) => {
+            !host.is_empty()
+                && port.parse::<u16>().is_ok()
+                && ep.len() < 64
+                && ep.bytes().all(|c| c.is_ascii_graphic())
+        }
+        None => false,
+    }
+}
+
+fn parse_target(s: &str) -> Result<Target, RouteError> {
+    let s = s.trim();
+    if s == "%meid" {
+        return Ok(Target::Meid);
+    }
+    let mut groups = Vec::new();
+    for g in s.split(';') {
+        let members: Vec<String> = g
+            .split(',')
+            .map(|e| e.trim())
+            .filter(|e| !e.is_empty())
+            .map(str::to_string)
+            .collect();
+        if members.is_empty() {
+            continue;
+        }
+        for m in &members {
+            if !valid_endpoint(m) {
+                return err(format!("bad endpoint {m:?}"));
+            }
+        }
+        groups.push(members);
+    }
+    if groups.is_empty() {
+        return err("route has no endpoints");
+    }
+    Ok(Target::Groups(groups))
+}
+
+/// Parse one line. Ok(None) for blank lines and comments. Never panics.
+pub fn parse_line(line: &str) -> Result<Option<Record>, RouteError> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return Ok(None);
+    }
+    let f: Vec<&str> = line.split('|').map(str::trim).collect();
+    let need = |n: usize| -> Result<(), RouteError> {
+        if f.len() < n {
+            err(format!("{} record needs {} fields: {line:?}", f[0], n))
+        } else {
+            Ok(())
+        }
+    };
+    let rec = match f[0] {
+        "newrt" | "updatert" | "meid_map" => {
+            need(2)?;
+            let upd = f[0] == "updatert";
+            let meid = f[0] == "meid_map";
+            match (f[1], upd, meid) {
+                ("start", false, false) => Record::NewStart(opt_field(&f, 2)),
+                ("end", false, false) => Record::NewEnd(opt_count(&f, 2)?),
+                ("start", true, _) => Record::UpdStart(opt_field(&f, 2)),
+                ("end", true, _) => Record::UpdEnd(opt_count(&f, 2)?),
+                ("start", _, true) => Record::MeidStart(opt_field(&f, 2)),
+                ("end", _, true) => Record::MeidEnd(opt_count(&f, 2)?),
+                (other, _, _) => return err(format!("bad {} action {other:?}", f[0])),
+            }
+        }
+        "rte" => {
+            need(3)?;
+            let (mtype, sender) = mtype_sender(f[1])?;
+            // An optional trailing subid field is accepted by some generators: rte|m|ep|subid.
+            Record::Route {
+                mtype,
+                sender,
+                subid: -1,
+                target: parse_target(f[2])?,
+            }
+        }
+        "mse" => {
+            need(4)?;
+            let (mtype, sender) = mtype_sender(f[1])?;
+            Record::Route {
+                mtype,
+                sender,
+                subid: parse_int(f[2], "subscription id")?,
+                target: parse_target(f[3])?,
+            }
+        }
+        "del" => {
+            need(2)?;
+            let (mtype, sender) = mtype_sender(f[1])?;
+            let subid = match opt_field(&f, 2) {
+                Some(s) => parse_int(&s, "subscription id")?,
+                None => -1,
+            };
+            Record::Del {
+                mtype,
+                sender,
+                subid,
+            }
+        }
+        "mme_ar" => {
+            need(3)?;
+            if !valid_endpoint(f[1]) {
+                return err(format!("bad meid owner {:?}", f[1]));
+            }
+            Record::MmeAr {
+                owner: f[1].to_string(),
+                meids: f[2].split_whitespace().map(str::to_string).collect(),
+            }
+        }
+        "mme_del" => {
+            need(2)?;
+            Record::MmeDel(f[1].split_whitespace().map(str::to_string).collect())
+        }
+        other => return err(format!("unknown record type {other:?}")),
+    };
+    Ok(Some(rec))
+}
+
+/// A group of endpoints used round robin.
+#[derive(Debug)]
+pub struct Group {
+    pub members: Vec<String>,
+    next: AtomicUsize,
+}
+
+impl Group {
+    pub fn new(members: Vec<String>) -> Self {
+        Group {
+            members,
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// The next member, round robin.
+    pub fn pick(&self) -> &str {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        &self.members[i % self.members.len()]
+    }
+}
+
+#[derive(Debug)]
+pub enum Entry {
+    Groups(Vec<Group>),
+    Meid,
+}
+
+/// An installed route table (immutable once built; swapped whole).
+#[derive(Debug, Default)]
+pub struct Table {
+    pub id: String,
+    pub entries: HashMap<(i32, i32), Arc<Entry>>,
+    pub meid_map: HashMap<String, String>,
+}
+
+impl Table {
+    /// Lookup by (mtype, subid), falling back to (mtype, -1).
+    pub fn lookup(&self, mtype: i32, subid: i32) -> Option<&Arc<Entry>> {
+        self.entries
+            .get(&(mtype, subid))
+            .or_else(|| self.entries.get(&(mtype, -1)))
+    }
+
+    pub fn meid_owner(&self, meid: &str) -> Option<&str> {
+        self.meid_map.get(meid).map(String::as_str)
+    }
+}
+
+/// What feeding a line produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// Nothing to report (record stored in the pending table).
+    None,
+    /// A table (or update, or meid map) is complete and should be installed; ack OK.
+    Complete { id: String },
+    /// A table was abandoned; ack ERR.
+    Failed { id: String, reason: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Idle,
+    New,
+    Update,
+    Meid,
+}
+
+/// Streaming builder: route-manager pushes arrive as many messages of whole lines.
+#[derive(Debug)]
+pub struct Builder {
+    my_names: Vec<String>,
+    mode: Mode,
+    id: String,
+    count: usize,
+    entries: HashMap<(i32, i32), Target>,
+    dels: Vec<(i32, i32)>,
+    meid_map: HashMap<String, String>,
+    meid_dels: Vec<String>,
+    /// Last complete state (what the table is built from).
+    base_entries: HashMap<(i32, i32), Target>,
+    base_meids: HashMap<String, String>,
+    base_id: String,
+    pub errors: u64,
+}
+
+impl Builder {
+    /// `my_names`: the names a `sender` field must match for a record to apply to us.
+    pub fn new(my_names: Vec<String>) -> Self {
+        Builder {
+            my_names,
+            mode: Mode::Idle,
+            id: String::new(),
+            count: 0,
+            entries: HashMap::new(),
+            dels: Vec::new(),
+            meid_map: HashMap::new(),
+            meid_dels: Vec::new(),
+            base_entries: HashMap::new(),
+            base_meids: HashMap::new(),
+            base_id: String::new(),
+            errors: 0,
+        }
+    }
+
+    fn for_me(&self, sender: &Option<String>) -> bool {
+        match sender {
+            None => true,
+            Some(s) => self.my_names.iter().any(|n| n == s),
+        }
+    }
+
+    fn start(&mut self, mode: Mode, id: Option<String>) -> Event {
+        let ev = if self.mode != Mode::Idle {
+            Event::Failed {
+                id: self.id.clone(),
+                reason: "table not complete".into(),
+            }
+        } else {
+            Event::None
+        };
+        self.mode = mode;
+        self.id = id.unwrap_or_default();
+        self.count = 0;
+        self.entries.clear();
+        self.dels.clear();
+        self.meid_map.clear();
+        self.meid_dels.clear();
+        ev
+    }
+
+    fn end(&mut self, mode: Mode, count: Option<usize>) -> Event {
+        if self.mode != mode {
+            self.errors += 1;
+            return Event::Failed {
+                id: self.id.clone(),
+                reason: "end without start".into(),
+            };
+        }
+        self.mode = Mode::Idle;
+        if let Some(c) = count {
+            if c != self.count {
+                self.errors += 1;
+                return Event::Failed {
+                    id: self.id.clone(),
+                    reason: format!("got {} records, expected {c}", self.count),
+                };
+            }
+        }
+        match mode {
+            Mode::New => {
+                self.base_entries = std::mem::take(&mut self.entries);
+                self.base_id = self.id.clone();
+            }
+            Mode::Update => {
+                self.base_id = self.id.clone();
+                for k in self.dels.drain(..) {
+                    self.base_entries.remove(&k);
+                }
+                for (k, v) in self.entries.drain() {
+                    self.base_entries.insert(k, v);
+                }
+            }
+            Mode::Meid => {
+                for m in self.meid_dels.drain(..) {
+                    self.base_meids.remove(&m);
+                }
+                for (k, v) in self.meid_map.drain() {
+                    self.base_meids.insert(k, v);
+                }
+            }
+            Mode::Idle => {}
+        }
+        Event::Complete {
+            id: self.id.clone(),
+        }
+    }
+
+    /// Feed one line. Parse errors inside a table make it fail at its end.
+    pub fn feed(&mut self, line: &str) -> Event {
+        let rec = match parse_line(line) {
+            Ok(Some(r)) => r,
+            Ok(None) => return Event::None,
+            Err(e) => {
+                self.errors += 1;
+                if self.mode != Mode::Idle {
+                    let id = self.id.clone();
+                    self.mode = Mode::Idle;
+                    return Event::Failed {
+                        id,
+                        reason: e.to_string(),
+                    };
+                }
+                return Event::None;
+            }
+        };
+        match rec {
+            Record::NewStart(id) => self.start(Mode::New, id),
+            Record::UpdStart(id) => self.start(Mode::Update, id),
+            Record::MeidStart(id) => self.start(Mode::Meid, id),
+            Record::NewEnd(c) => self.end(Mode::New, c),
+            Record::UpdEnd(c) => self.end(Mode::Update, c),
+            Record::MeidEnd(c) => self.end(Mode::Meid, c),
+            Record::Route {
+                mtype,
+                sender,
+                subid,
+                target,
+            } => {
+                if matches!(self.mode, Mode::New | Mode::Update) {
+                    self.count += 1;
+                    if self.for_me(&sender) {
+                        self.entries.insert((mtype, subid), target);
+                    }
+                } else {
+                    self.errors += 1;
+                }
+                Event::None
+            }
+            Record::Del {
+                mtype,
+                sender,
+                subid,
+            } => {
+                if self.mode == Mode::Update {
+                    self.count += 1;
+                    if self.for_me(&sender) {
+                        self.dels.push((mtype, subid));
+                    }
+                } else {
+                    self.errors += 1;
+                }
+                Event::None
+            }
+            Record::MmeAr { owner, meids } => {
+                if self.mode == Mode::Meid {
+                    self.count += 1;
+                    for m in meids {
+                        self.meid_map.insert(m, owner.clone());
+                    }
+                } else {
+                    self.errors += 1;
+                }
+                Event::None
+            }
+            Record::MmeDel(meids) => {
+                if self.mode == Mode::Meid {
+                    self.count += 1;
+                    self.meid_dels.extend(meids);
+                } else {
+                    self.errors += 1;
+                }
+                Event::None
+            }
+        }
+    }
+
+    /// Build the installable table from the last complete state.
+    pub fn table(&self) -> Table {
+        let entries = self
+            .base_entries
+            .iter()
+            .map(|(k, t)| {
+                let e = match t {
+                    Target::Meid => Entry::Meid,
+                    Target::Groups(gs) => {
+                        Entry::Groups(gs.iter().map(|g| Group::new(g.clone())).collect())
+                    }
+                };
+                (*k, Arc::new(e))
+            })
+            .collect();
+        Table {
+            id: self.base_id.clone(),
+            entries,
+            meid_map: self.base_meids.clone(),
+        }
+    }
+}
+
+/// Parse a whole static file: the last complete `newrt` table, or an error.
+pub fn parse_file(text: &str, my_names: Vec<String>) -> Result<Table, RouteError> {
+    let mut b = Builder::new(my_names);
+    let mut complete = false;
+    let mut last_err = None;
+    for line in text.lines() {
+        match b.feed(line) {
+            Event::Complete { .. } => complete = true,
+            Event::Failed { reason, .. } => last_err = Some(reason),
+            Event::None => {}
+        }
+    }
+    if complete {
+        Ok(b.table())
+    } else {
+        Err(RouteError(last_err.unwrap_or_else(|| {
+            "no complete newrt|start ... newrt|end table".to_string()
+        })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RT: &str = "# comment\n\
+        newrt|start|t1\n\
+        rte|100|a:1\n\
+        rte|200|a:1,b:2;c:3\n\
+        mse|300|7|d:4\n\
+        mse|300|-1|e:5\n\
+        rte|400,me:9|f:6\n\
+        rte|400,other:9|g:7\n\
+        mse|500|-1|%meid\n\
+        newrt|end|7\n\
+        meid_map|start|m1\n\
+        mme_ar|h:8|gnb1 gnb2\n\
+        meid_map|end|1\n";
+
+    #[test]
+    fn static_table() {
+        let t = parse_file(RT, vec!["me:9".into()]).unwrap();
+        assert_eq!(t.id, "t1");
+        match &**t.lookup(200, 55).unwrap() {
+            Entry::Groups(g) => {
+                assert_eq!(g.len(), 2);
+                assert_eq!(g[0].pick(), "a:1");
+                assert_eq!(g[0].pick(), "b:2");
+                assert_eq!(g[0].pick(), "a:1");
+                assert_eq!(g[1].pick(), "c:3");
+            }
+            Entry::Meid => panic!(),
+        }
+        let pick = |m, s| match &**t.lookup(m, s).unwrap() {
+            Entry::Groups(g) => g[0].pick().to_string(),
+            Entry::Meid => "meid".into(),
+        };
+        assert_eq!(pick(300, 7), "d:4");
+        assert_eq!(pick(300, 8), "e:5");
+        assert_eq!(pick(400, -1), "f:6");
+        assert_eq!(pick(500, 1), "meid");
+        assert_eq!(t.meid_owner("gnb2"), Some("h:8"));
+        assert!(t.lookup(999, -1).is_none());
+    }
+
+    #[test]
+    fn count_mismatch_fails() {
+        let e = parse_file("newrt|start\nrte|1|a:1\nnewrt|end|2\n", vec![]).unwrap_err();
+        assert!(e.0.contains("expected 2"), "{e}");
+        assert!(parse_file("rte|1|a:1\n", vec![]).is_err());
+        assert!(parse_file("newrt|start\nrte|x|a:1\nnewrt|end\n", vec![]).is_err());
+        assert!(parse_file("newrt|start\nrte|1|nohostport\nnewrt|end\n", vec![]).is_err());
+    }
+
+    #[test]
+    fn updates_and_deletes() {
+        let mut b = Builder::new(vec![]);
+        for l in ["newrt|start|a", "rte|1|a:1", "rte|2|b:2", "newrt|end|2"] {
+            b.feed(l);
+        }
+        assert_eq!(
+            b.feed("updatert|start|u1"),
+            Event::None,
+            "update start is silent"
+        );
+        b.feed("rte|3|c:3");
+        b.feed("del|1");
+        assert_eq!(
+            b.feed("updatert|end|2"),
+            Event::Complete { id: "u1".into() }
+        );
+        let t = b.table();
+        assert!(t.lookup(1, -1).is_none());
+        assert!(t.lookup(2, -1).is_some());
+        assert!(t.lookup(3, -1).is_some());
+    }
+
+    #[test]
+    fn incomplete_table_is_nacked() {
+        let mut b = Builder::new(vec![]);
+        b.feed("newrt|start|a");
+        b.feed("rte|1|a:1");
+        match b.feed("newrt|start|b") {
+            Event::Failed { id, .. } => assert_eq!(id, "a"),
+            e => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        for l in [
+            "|",
+            "||||",
+            "rte",
+            "rte|",
+            "mse|1|",
+            "newrt|",
+            "newrt|bogus",
+            "del|",
+            "mme_ar|",
+            "\u{0}",
+            "rte|1,|;",
+            "rte|1|;,;",
+            "mse|1|2|%meid|x",
+        ] {
+            let _ = parse_line(l);
+            let mut b = Builder::new(vec![]);
+            b.feed("newrt|start");
+            b.feed(l);
+            b.feed("newrt|end");
+        }
+    }
+}

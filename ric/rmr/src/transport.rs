@@ -1,0 +1,216 @@
+//! SI95 over TCP: one connection object per socket, frame reading, non-blocking sends
+//! with RMR's retry semantics.
+
+use std::io::{self, BufReader, Read};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::frame::{self, FrameError, FrameInfo, TP_HDR_LEN};
+
+/// Why a send did not go out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendError {
+    /// Nothing was written: the socket stayed full for the whole retry budget.
+    Retry,
+    /// Hard failure (errno); the connection is closed.
+    Failed(i32),
+}
+
+/// Once part of a frame is written the rest must follow (framing); give a stuck peer
+/// this long before dropping the connection.
+const PARTIAL_WRITE_LIMIT: Duration = Duration::from_secs(5);
+
+/// Which inbox a connection's frames go to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Data,
+    Control,
+}
+
+#[derive(Debug)]
+pub struct Conn {
+    pub id: u64,
+    pub peer: String,
+    pub kind: Kind,
+    stream: TcpStream,
+    wlock: Mutex<()>,
+    alive: AtomicBool,
+}
+
+fn errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+fn poll_out(fd: i32, ms: i32) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd on the stack, count 1.
+    let r = unsafe { libc::poll(&mut p, 1, ms) };
+    r > 0
+}
+
+impl Conn {
+    pub fn new(id: u64, peer: String, kind: Kind, stream: TcpStream) -> Conn {
+        let _ = stream.set_nodelay(true);
+        Conn {
+            id,
+            peer,
+            kind,
+            stream,
+            wlock: Mutex::new(()),
+            alive: AtomicBool::new(true),
+        }
+    }
+
+    pub fn alive(&self) -> bool {
+        self.alive.load(Ordering::Acquire)
+    }
+
+    /// Close both directions (wakes this connection's reader thread).
+    pub fn close(&self) {
+        self.alive.store(false, Ordering::Release);
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+    }
+
+    pub fn reader(&self) -> io::Result<TcpStream> {
+        self.stream.try_clone()
+    }
+
+    /// Room for a whole frame of `len` bytes now? Checking first keeps partial writes rare,
+    /// so a full socket shows as RMR_ERR_RETRY instead of a stalled half-written frame. A
+    /// frame larger than the buffer needs an empty queue. The kernel doubles SO_SNDBUF for
+    /// its own overhead (and autotuning changes it), hence half of it as payload room.
+    fn has_room(&self, fd: i32, len: usize) -> bool {
+        let mut outq: libc::c_int = 0;
+        // SAFETY: ioctl on our own fd with an int out parameter.
+        if unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut outq) } != 0 || outq <= 0 {
+            return true;
+        }
+        let mut sndbuf: libc::c_int = 0;
+        let mut l = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt on our own fd with a correctly sized out parameter.
+        unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                (&mut sndbuf as *mut libc::c_int).cast(),
+                &mut l,
+            );
+        }
+        let cap = (sndbuf.max(0) as usize) / 2;
+        len <= cap && outq as usize + len <= cap
+    }
+
+    /// Write one whole frame. `retry_ms`: how long a full socket may delay the start of
+    /// the write before RMR_ERR_RETRY (0: one attempt).
+    pub fn send(&self, data: &[u8], retry_ms: i32) -> Result<(), SendError> {
+        if !self.alive() {
+            return Err(SendError::Failed(libc::ENOTCONN));
+        }
+        let _g = self.wlock.lock().unwrap_or_else(|e| e.into_inner());
+        let fd = self.stream.as_raw_fd();
+        let mut waited = 0i32;
+        while !self.has_room(fd, data.len()) {
+            if waited >= retry_ms {
+                return Err(SendError::Retry);
+            }
+            waited += 1;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut off = 0usize;
+        let mut partial_since: Option<Instant> = None;
+        while off < data.len() {
+            let rest = &data[off..];
+            // SAFETY: fd is owned by self.stream (alive for &self); the pointer and length
+            // describe the live slice `rest`.
+            let n = unsafe {
+                libc::send(
+                    fd,
+                    rest.as_ptr().cast(),
+                    rest.len(),
+                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                )
+            };
+            if n >= 0 {
+                off += n as usize;
+                continue;
+            }
+            let e = errno();
+            if e == libc::EINTR {
+                continue;
+            }
+            if e == libc::EAGAIN || e == libc::EWOULDBLOCK {
+                if off == 0 {
+                    if waited >= retry_ms {
+                        return Err(SendError::Retry);
+                    }
+                    waited += 1;
+                    poll_out(fd, 1);
+                } else {
+                    // Once part of a frame is out the rest must follow (as RMR does); a
+                    // peer that stops reading for too long loses the connection.
+                    let t0 = *partial_since.get_or_insert_with(Instant::now);
+                    if t0.elapsed() > PARTIAL_WRITE_LIMIT {
+                        self.close();
+                        return Err(SendError::Failed(libc::ETIMEDOUT));
+                    }
+                    poll_out(fd, 100);
+                }
+                continue;
+            }
+            self.close();
+            return Err(SendError::Failed(e));
+        }
+        Ok(())
+    }
+}
+
+/// What the frame reader hands over: a validated frame, or a dropped one and why.
+pub type FrameResult = Result<(Vec<u8>, FrameInfo), FrameError>;
+
+/// Read frames until EOF or a fatal error. A frame whose declared lengths do not fit is
+/// passed on as an error (and the stream continues: its total length kept us in sync);
+/// a bad total length loses the framing, so it ends the stream.
+pub fn read_frames<R: Read>(r: R, mut on_frame: impl FnMut(FrameResult)) -> io::Result<()> {
+    let mut r = BufReader::with_capacity(64 * 1024, r);
+    loop {
+        let mut prefix = [0u8; TP_HDR_LEN];
+        match r.read_exact(&mut prefix) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        let total = match frame::check_total(frame::prefix_total(&prefix)) {
+            Ok(t) => t,
+            Err(e) => {
+                on_frame(Err(e.clone()));
+                return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+            }
+        };
+        // Grow with the data actually received: a peer declaring a huge frame and sending
+        // nothing must not make us allocate the whole declared size up front.
+        let mut buf = Vec::with_capacity(total.min(64 * 1024));
+        buf.extend_from_slice(&prefix);
+        let want = (total - TP_HDR_LEN) as u64;
+        let got = (&mut r).take(want).read_to_end(&mut buf)?;
+        if (got as u64) < want {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "connection closed inside a frame",
+            ));
+        }
+        match frame::parse(&buf) {
+            Ok(info) => on_frame(Ok((buf, info))),
+            Err(e) => on_frame(Err(e)),
+        }
+    }
+}

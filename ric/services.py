@@ -1,0 +1,310 @@
+"""The embedded RIC's processes: each platform component in its own asyncio process.
+
+``octoric ric serve <component> --state FILE`` runs one of ``platform`` (appmgr-lite +
+rtmgr-lite), ``e2term``, ``submgr``, ``a1``; FILE (written by ``octoric ric up`` or
+``octoric run``) says where Redis is and which ports to use. Every RMR endpoint listens for
+route pushes on its data port + 1 and starts from the seed table ``<run_dir>/routes.rt``.
+Each component serves Prometheus ``/metrics`` on its HTTP port.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import generate_latest
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from octoric import log as octolog
+from octoric.config import RicConfig
+from octoric.ric.e2transport import Transport
+
+log = logging.getLogger("ric.services")
+COMPONENTS = ("platform", "e2term", "submgr", "a1")
+HOST = "127.0.0.1"
+
+
+@dataclass
+class RicRuntime:
+    """Everything a component process needs; JSON in ``<run_dir>/ric.json``."""
+
+    ric: RicConfig
+    redis_host: str
+    redis_port: int
+    run_dir: str
+    transport: Transport
+
+    @property
+    def seed_file(self) -> Path:
+        return Path(self.run_dir) / "routes.rt"
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def read(cls, path: Path) -> RicRuntime:
+        d = json.loads(path.read_text())
+        d["ric"] = RicConfig(**d["ric"])
+        return cls(**d)
+
+    def platform_endpoints(self) -> Any:
+        from octoric.ric.routing import PlatformEndpoints
+
+        return PlatformEndpoints(
+            e2term=f"{HOST}:{self.ric.e2term_rmr_port}",
+            submgr=f"{HOST}:{self.ric.submgr_rmr_port}",
+            a1=f"{HOST}:{self.ric.a1_rmr_port}",
+        )
+
+    def platform_control(self) -> list[str]:
+        ports = (self.ric.e2term_rmr_port, self.ric.submgr_rmr_port, self.ric.a1_rmr_port)
+        return [f"{HOST}:{p + 1}" for p in ports]
+
+    def http_port(self, component: str) -> int:
+        return {
+            "platform": self.ric.appmgr_port,
+            "e2term": self.ric.e2term_http_port,
+            "submgr": self.ric.submgr_rest_port,
+            "a1": self.ric.a1_rest_port,
+        }[component]
+
+
+class StatsCollector(Collector):
+    """Prometheus metrics from a component's stats dataclasses, read at scrape time."""
+
+    def __init__(self, prefix: str, sources: Callable[[], dict[str, Any]]) -> None:
+        self.prefix, self.sources = prefix, sources
+
+    def collect(self) -> Iterator[Metric]:
+        for name, value in self.sources().items():
+            full = f"{self.prefix}_{name}"
+            if isinstance(value, Counter):
+                fam = CounterMetricFamily(full, f"{name} by kind", labels=["kind"])
+                for k, v in sorted(value.items()):
+                    fam.add_metric([str(k)], float(v))
+                yield fam
+            elif isinstance(value, (int, float)):
+                g = GaugeMetricFamily(full, name)
+                g.add_metric([], float(value))
+                yield g
+
+
+def _metrics_route(prefix: str, sources: Callable[[], dict[str, Any]]) -> web.RouteDef:
+    registry = CollectorRegistry()
+    registry.register(StatsCollector(prefix, sources))
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(registry), content_type="text/plain")
+
+    return web.get("/metrics", handler)
+
+
+def _stats_dict(*objs: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for o in objs:
+        for k, v in vars(o).items():
+            if isinstance(v, (Counter, int, float)) and not isinstance(v, bool):
+                out[k] = v
+    return out
+
+
+async def _serve_http(routes: list[web.RouteDef], port: int) -> web.AppRunner:
+    app = web.Application(client_max_size=1 << 20)
+    app.add_routes(routes)
+    app.add_routes([web.get("/ric/v1/health/alive", _ok), web.get("/ric/v1/health/ready", _ok)])
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, HOST, port, reuse_address=True).start()
+    return runner
+
+
+async def _ok(request: web.Request) -> web.Response:
+    return web.Response(status=200)
+
+
+def _endpoint(rt: RicRuntime, name: str, port: int) -> Any:
+    from octoric.ric.rmr_endpoint import RmrEndpoint
+
+    ep = RmrEndpoint(name, port, control_port=port + 1, seed_table=rt.seed_file, src_id=HOST)
+    ep.start()
+    return ep
+
+
+# --- the components ---------------------------------------------------------------------------
+async def run_platform(rt: RicRuntime, stop: asyncio.Event) -> None:
+    from octoric.ric.appmgr import Appmgr
+    from octoric.ric.routing import XappRoutes
+    from octoric.ric.rtmgr import Rtmgr
+    from octoric.ric.sdl import Sdl
+
+    sdl = Sdl(rt.redis_host, rt.redis_port)
+    ep = _endpoint(rt, "rtmgr", rt.ric.rtmgr_rmr_port)
+    appmgr = Appmgr(sdl)
+
+    async def xapps() -> list[tuple[XappRoutes, str]]:
+        out = []
+        for x in await appmgr.xapps():
+            routes = x.routes()
+            host = routes.endpoint.rpartition(":")[0]
+            ctl = _route_port(x.descriptor) or int(routes.endpoint.rpartition(":")[2]) + 1
+            out.append((routes, f"{host}:{ctl}"))
+        return out
+
+    rtmgr = Rtmgr(sdl, rt.platform_endpoints(), rt.platform_control(), ep.wh_send_to,
+                  rt.seed_file, xapps)  # fmt: skip
+
+    async def on_change() -> None:
+        await rtmgr.rebuild()
+
+    appmgr.on_change = on_change
+    await rtmgr.start()
+    metrics = _metrics_route(
+        "octoric_platform", lambda: _stats_dict(appmgr.counters, rtmgr.stats, ep.counters)
+    )
+    runners = [
+        await _serve_http([*appmgr.routes(), metrics], rt.ric.appmgr_port),
+        await _serve_http(rtmgr.routes(), rt.ric.rtmgr_rest_port),
+    ]
+    log.info("appmgr-lite on :%d, rtmgr-lite on :%d", rt.ric.appmgr_port, rt.ric.rtmgr_rest_port)
+    await stop.wait()
+    await rtmgr.stop()
+    for r in runners:
+        await r.cleanup()
+    ep.close()
+    await sdl.close()
+
+
+def _route_port(descriptor: dict[str, Any]) -> int | None:
+    for p in (descriptor.get("messaging") or {}).get("ports") or []:
+        if isinstance(p, dict) and p.get("name") == "rmr-route" and isinstance(p.get("port"), int):
+            return int(p["port"])
+    return None
+
+
+async def run_e2term(rt: RicRuntime, stop: asyncio.Event) -> None:
+    from octoric.ric.e2term import E2term, E2termConfig
+    from octoric.ric.sdl import Sdl
+
+    sdl = Sdl(rt.redis_host, rt.redis_port)
+    ep = _endpoint(rt, "e2term", rt.ric.e2term_rmr_port)
+    e2t = E2term(E2termConfig(HOST, rt.ric.e2_port, rt.transport), sdl, ep)
+    await e2t.start()
+
+    def stats() -> dict[str, Any]:
+        d = _stats_dict(e2t.stats, ep.counters)
+        d["connected_nodes"] = len(e2t.sessions)
+        lat = sorted(e2t.stats.forward_latency_us)
+        if lat:  # E2 PDU in -> RMR message out, over the last 100k indications
+            d["forward_latency_p50_us"] = lat[len(lat) // 2]
+            d["forward_latency_p99_us"] = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+        return d
+
+    runner = await _serve_http([_metrics_route("octoric_e2term", stats)], rt.ric.e2term_http_port)
+    await stop.wait()
+    await e2t.stop()
+    await runner.cleanup()
+    ep.close()
+    await sdl.close()
+
+
+async def run_submgr(rt: RicRuntime, stop: asyncio.Event) -> None:
+    from octoric.ric.sdl import Sdl
+    from octoric.ric.submgr import Submgr
+
+    sdl = Sdl(rt.redis_host, rt.redis_port)
+    ep = _endpoint(rt, "submgr", rt.ric.submgr_rmr_port)
+    http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=3))
+    rtmgr_url = f"http://{HOST}:{rt.ric.rtmgr_rest_port}/ric/v1/handles/xapp-subscription-handle"
+
+    async def route_hook(sub_id: int, endpoint: str, add: bool) -> bool:
+        host, _, port = endpoint.rpartition(":")
+        body = {"address": host, "port": int(port), "subscription_id": sub_id}
+        for _ in range(20):  # the route manager may still be starting
+            try:
+                async with http.request("POST" if add else "DELETE", rtmgr_url, json=body) as r:
+                    return r.status < 300
+            except (aiohttp.ClientError, OSError):
+                await asyncio.sleep(0.25)
+        return False
+
+    sm = Submgr(sdl, ep, route_hook)
+    await sm.start()
+    metrics = _metrics_route(
+        "octoric_submgr",
+        lambda: {**_stats_dict(sm.stats, ep.counters), "subscriptions": len(sm.subs)},
+    )
+    runner = await _serve_http([*sm.routes(), metrics], rt.ric.submgr_rest_port)
+    await stop.wait()
+    await sm.stop()
+    await runner.cleanup()
+    await http.close()
+    ep.close()
+    await sdl.close()
+
+
+async def run_a1(rt: RicRuntime, stop: asyncio.Event) -> None:
+    from octoric.ric.a1 import A1Service
+    from octoric.ric.sdl import Sdl
+
+    sdl = Sdl(rt.redis_host, rt.redis_port)
+    ep = _endpoint(rt, "a1", rt.ric.a1_rmr_port)
+    a1 = A1Service(sdl, lambda mtype, payload, sub_id: ep.send(mtype, payload, sub_id=sub_id))
+
+    async def rmr_loop() -> None:
+        while True:
+            msg = await ep.receive()
+            try:
+                for mtype, payload in await a1.on_rmr(msg.mtype, msg.payload):
+                    ep.wh_send_to(msg.src, mtype, payload)
+            finally:
+                ep.release(msg)
+
+    task = asyncio.create_task(rmr_loop())
+    metrics = _metrics_route("octoric_a1", lambda: _stats_dict(a1.counters, ep.counters))
+    runner = await _serve_http([*a1.routes(), metrics], rt.ric.a1_rest_port)
+    await stop.wait()
+    task.cancel()
+    await runner.cleanup()
+    ep.close()
+    await sdl.close()
+
+
+RUNNERS = {"platform": run_platform, "e2term": run_e2term, "submgr": run_submgr, "a1": run_a1}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="octoric ric serve")
+    ap.add_argument("component", choices=COMPONENTS)
+    ap.add_argument("--state", required=True, help="the ric.json written by `octoric ric up`")
+    args = ap.parse_args(argv)
+    return serve(args.component, Path(args.state))
+
+
+def serve(component: str, state: Path) -> int:
+    octolog.configure(f"ric-{component}")
+    rt = RicRuntime.read(state)
+
+    async def go() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await RUNNERS[component](rt, stop)
+
+    asyncio.run(go())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,623 @@
+"""The simulation engine: cells, UEs, flows and an event heap, advanced slot by slot.
+
+Time is an integer number of microseconds. At the start of slot ``s`` (``t = s * slot_us``)
+the engine runs every event due at or before ``t`` (frames, packet arrivals at the gNB,
+feedback, handovers, KPM deliveries), then each cell's scheduler grants the slot's PRBs;
+packets completed in the slot reach the UE at the slot's end.
+
+The engine knows no clock: ``run_until(slot)`` advances simulated time. The offline runner
+calls it once for the whole run (as fast as possible, idle stretches skipped); a live
+driver (issue #5/#6 live part) will call it with the wall-clock slot, inject packets with
+``inject_packet`` and register the E2 agent as a ``KpmSink``. The algorithm objects
+(rate controllers, ABW sources) are the same in both.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from octoric.sim.channels import (
+    Channel,
+    ChannelContext,
+    ConstantChannel,
+    CqiTraceChannel,
+    FadingChannel,
+    MahimahiChannel,
+    PulseChannel,
+)
+from octoric.sim.dropper import DropperConfig, OctopusDropper
+from octoric.sim.mcs import McsMapper
+from octoric.sim.measurements import AbwSource, KpmRecorder, KpmReport, KpmSink, PhyCapacityAbw
+from octoric.sim.mobility import HandoverEvent, handover_schedule
+from octoric.sim.packets import Packet
+from octoric.sim.ran import Cell, CellConfig, TddPattern, UeRadio
+from octoric.sim.ratecontrol import RateController, SchemeContext, build_scheme
+from octoric.sim.receiver import VideoReceiver
+from octoric.sim.rlc import DlQueue
+from octoric.sim.scenario import ChannelSpec, FlowSpec, Scenario
+from octoric.sim.video import VideoSender, WiredPath
+
+EV_FRAME, EV_ARRIVE, EV_FB_SEND, EV_FB_RECV, EV_HO_START, EV_HO_END = range(6)
+EV_KPM, EV_PHY_RECV, EV_ABW_RECV, EV_DELIVER, EV_BULK_START, EV_HO_NOTIFY = range(6, 12)
+
+BLOCK_SLOTS = 1000
+
+
+@dataclass
+class FlowState:
+    idx: int
+    ue: int
+    spec: FlowSpec
+    ctrl: RateController | None
+    sender: VideoSender | None
+    receiver: VideoReceiver | None
+    path: WiredPath | None
+    frame_us: int = 0
+    fb_us: int = 50_000
+    ul_delay_us: int = 0  # receiver -> sender
+    dl_delay_us: int = 0  # server -> gNB (excluding the bottleneck)
+    dropped_pkts: int = 0
+    tail_dropped_pkts: int = 0
+    harq_lost_pkts: int = 0
+    wired_lost_pkts: int = 0
+    abw_bps: float | None = None
+    phy_bps: float | None = None
+    wire: bool = False  # Octopus headers travel as bytes and are parsed at the gNB
+    ts_target: list[float] = field(default_factory=list)
+    ts_abw: list[float] = field(default_factory=list)
+
+
+@dataclass
+class HandoverRecord:
+    ue: int
+    amf_ue_ngap_id: int
+    start_s: float
+    duration_ms: float
+    outage_ms: float
+    source_cell: int
+    target_cell: int
+    failed: bool
+    pingpong: bool
+
+
+class Engine:
+    def __init__(
+        self,
+        scenario: Scenario,
+        seed: int = 1,
+        progress: Callable[[float, float], None] | None = None,
+        abw_source: AbwSource | None = None,
+    ) -> None:
+        self.sc = scenario
+        self.seed = seed
+        ran = scenario.ran
+        self.slot_us = round(ran.slot_ms * 1000)
+        self.end_slot = round(scenario.duration_s * 1e6 / self.slot_us)
+        self.progress = progress
+        self._root_seed = np.random.SeedSequence(seed)
+        self.mapper = McsMapper(ran.mcs_table, ran.layers)
+        self.ctx = ChannelContext(self.slot_us, ran.n_prb, self.mapper)
+        self.tdd = TddPattern(ran.tdd, ran.special_dl).factors()
+        self.cells = [
+            Cell(i, cell_id=i % ran.cells_per_gnb, gnb=i // ran.cells_per_gnb,
+                 cfg=CellConfig(ran.n_prb, ran.scheduler))
+            for i in range(ran.cells)
+        ]  # fmt: skip
+        self.events: list[tuple[int, int, int, Any]] = []
+        self._seq = 0
+        self.ues: list[UeRadio] = []
+        self.channels: list[Channel] = []
+        self.ue_home: list[int] = []
+        self.flows: list[FlowState] = []
+        self.handovers: list[HandoverRecord] = []
+        self.gnb_ue_counter = [0] * (ran.cells // ran.cells_per_gnb + 1)
+        self.kpm_sinks: list[KpmSink] = []
+        self.abw = abw_source
+        self.pbe_est: PhyCapacityAbw | None = None
+        self.harq_rng = self._rng()
+        self.slot = 0
+        self.block_start = -1  # no channel block yet
+        self.block_end = 0
+        self.block_tdd: list[float] = []
+        self.next_ts = 0
+        self._raw_bits = np.zeros((0, 0))
+        self._mcs_bits = np.asarray(self.mapper.bits)
+        self._ts_bins: list[float] = []
+        self.ts_ue_delivered: list[list[int]] = []
+        self.ts_ue_capacity: list[list[float]] = []
+        self._build()
+
+    # --- construction ------------------------------------------------------------------
+    def _rng(self) -> np.random.Generator:
+        # spawn() is stateful: the n-th call always yields the n-th child (deterministic)
+        return np.random.default_rng(self._root_seed.spawn(1)[0])
+
+    def _channel(self, spec: ChannelSpec) -> Channel:
+        ctx = self.ctx
+        k = spec.kind
+        if k == "constant":
+            r = None if spec.rate_mbps is None else spec.rate_mbps * 1e6
+            return ConstantChannel(ctx, rate_bps=r, mcs=spec.mcs)
+        if k == "pulse":
+            return PulseChannel(ctx, spec.high_mbps * 1e6, spec.low_mbps * 1e6, spec.switch_s)
+        if k == "fading":
+            return FadingChannel(
+                ctx, self._rng(), spec.mean_snr_db, spec.std_db, spec.corr_time_s, spec.step_ms
+            )
+        assert spec.path is not None
+        if k == "mahimahi":
+            return MahimahiChannel(ctx, spec.path, spec.offset)
+        return CqiTraceChannel(ctx, spec.path, spec.offset)
+
+    def _build(self) -> None:
+        sc = self.sc
+        end_us = self.end_slot * self.slot_us
+        needs_kpm = False
+        for spec in sc.ues:
+            mob = spec.mobility.resolve()
+            for _ in range(spec.count):
+                i = len(self.ues)
+                dropper = OctopusDropper(self.slot_us, DropperConfig()) if spec.dropper else None
+                q = DlQueue(spec.queue_limit_bytes, dropper)
+                u = UeRadio(i, 1000 + i, q)
+                self.ues.append(u)
+                self.channels.append(self._channel(spec.channel))
+                self.ue_home.append(spec.cell)
+                self._attach(u, spec.cell, 0)
+                for ev in handover_schedule(mob, i, end_us, self._rng()):
+                    self._push(ev.start_us, EV_HO_START, ev)
+                for fspec in spec.flows:
+                    f = self._flow(i, fspec)
+                    f.wire = spec.wire_headers
+                    if f.ctrl is not None and (f.ctrl.wants_abw or f.ctrl.wants_phy):
+                        needs_kpm = True
+        self.monitored = list(range(len(self.ues))) if needs_kpm else []
+        self.kpm_period = max(1, round(self.sc.kpm_period_ms * 1000 / self.slot_us))
+        self.recorder: KpmRecorder | None = None
+        if needs_kpm:
+            self._enable_kpm()
+        self.ts_slots = max(1, round(sc.timeseries_ms * 1000 / self.slot_us))
+
+    def _enable_kpm(self) -> None:
+        if not self.monitored:
+            self.monitored = list(range(len(self.ues)))
+        self.recorder = KpmRecorder(
+            self.slot_us, [self.ues[i].amf_ue_ngap_id for i in self.monitored],
+            len(self.cells), self.kpm_period, start=self.slot,
+        )  # fmt: skip
+        if self.block_start >= 0:  # enabled mid-run (a sink added by a live driver)
+            self._raw_bits = np.array([u.bits for u in self.ues])
+        if self.abw is None and self.sc.abw_source == "occ-engine":
+            from octoric.sim.occ_adapter import OccEngineAbw
+
+            dl = sum(self.tdd) / len(self.tdd)
+            self.abw = OccEngineAbw(self.slot_us, self.sc.ran.n_prb, self.sc.ran.scheduler, dl)
+        if self.abw is None:
+            self.abw = PhyCapacityAbw(self.slot_us, window_ms=self.sc.kpm_period_ms)
+        if any(f.ctrl is not None and f.ctrl.wants_phy for f in self.flows):
+            self.pbe_est = PhyCapacityAbw(self.slot_us, window_ms=40.0)
+
+    def add_kpm_sink(self, sink: KpmSink) -> None:
+        """Receive every KPM report at the gNB (the E2 agent's hook); enables recording."""
+        self.kpm_sinks.append(sink)
+        if self.recorder is None:
+            self._enable_kpm()
+
+    def _flow(self, ue: int, spec: FlowSpec) -> FlowState:
+        idx = len(self.flows)
+        one_way = int(spec.path.rtt_ms * 500)
+        if spec.traffic == "backlogged":
+            f = FlowState(idx, ue, spec, None, None, None, None)
+            self.flows.append(f)
+            self._push(int(spec.start_s * 1e6), EV_BULK_START, f)
+            return f
+        if spec.traffic == "none":
+            f = FlowState(idx, ue, spec, None, None, None, None)
+            self.flows.append(f)
+            return f
+        params: dict[str, Any] = {}
+        if spec.rate_mbps is not None:
+            params["rate_bps"] = spec.rate_mbps * 1e6
+        ctx = SchemeContext(
+            rtt_ms=spec.path.rtt_ms + 2 * spec.uplink_ms, start_bps=spec.start_mbps * 1e6,
+            min_bps=spec.min_mbps * 1e6, max_bps=spec.max_mbps * 1e6, params=params,
+        )  # fmt: skip
+        ctrl = build_scheme(spec.scheme, ctx)
+        sender = VideoSender(idx, idx + 1, spec.video, self._rng(), ctrl.target_bps(0))
+        recv = VideoReceiver(sender.msgs, sender.frames)
+        recv.want_feedback = ctrl.wants_feedback
+        f = FlowState(
+            idx, ue, spec, ctrl, sender, recv, WiredPath(spec.path),
+            frame_us=round(1e6 / spec.video.fps), fb_us=int(spec.feedback_ms * 1000),
+            ul_delay_us=one_way + int(spec.uplink_ms * 1000), dl_delay_us=one_way,
+        )  # fmt: skip
+        self.flows.append(f)
+        t0 = int(spec.start_s * 1e6)
+        self._push(t0, EV_FRAME, f)
+        if ctrl.wants_feedback:
+            self._push(t0 + f.fb_us, EV_FB_SEND, f)
+        return f
+
+    # --- events ------------------------------------------------------------------------
+    def _push(self, t: int, kind: int, arg: Any) -> None:
+        self._seq += 1
+        heapq.heappush(self.events, (t, self._seq, kind, arg))
+
+    def inject_packet(self, ue: int, pkt: Packet, payload: bytes | None, now_us: int) -> None:
+        """A packet for UE ``ue`` reaches the gNB now (the live driver's entry point)."""
+        q = self.ues[ue].queue
+        if payload is not None:
+            q.enqueue_payload(pkt, payload, now_us)
+        else:
+            q.enqueue(pkt, now_us)
+
+    def _dispatch(self, t: int, kind: int, arg: Any) -> None:
+        if kind == EV_ARRIVE:
+            pkt: Packet = arg
+            f = self.flows[pkt.flow]
+            q = self.ues[f.ue].queue
+            if f.wire and pkt.hdr is not None:
+                q.enqueue_payload(pkt, pkt.hdr.encode(), t)
+            else:
+                q.enqueue(pkt, t)
+            if q.tail_dropped:
+                f.tail_dropped_pkts += len(q.tail_dropped)
+                q.tail_dropped.clear()
+        elif kind == EV_FRAME:
+            self._on_frame(arg, t)
+        elif kind == EV_DELIVER:
+            p = arg
+            r = self.flows[p.flow].receiver
+            if r is not None:
+                r.on_packet(p, t)
+        elif kind == EV_FB_SEND:
+            f = arg
+            assert f.receiver is not None
+            self._push(t + f.ul_delay_us, EV_FB_RECV, (f, f.receiver.take_feedback()))
+            self._push(t + f.fb_us, EV_FB_SEND, f)
+        elif kind == EV_FB_RECV:
+            f, batch = arg
+            assert f.ctrl is not None
+            f.ctrl.on_feedback(t, batch)
+        elif kind == EV_HO_START:
+            self._ho_start(arg, t)
+        elif kind == EV_HO_END:
+            ev, target = arg
+            self._attach(self.ues[ev.ue], target, self.slot)
+            if self.recorder is not None:
+                e2 = int(self.sc.e2_delay_ms * 1000)
+                self._push(t + e2, EV_HO_NOTIFY, (self.ues[ev.ue].amf_ue_ngap_id, False))
+        elif kind == EV_KPM:
+            self._on_kpm(arg, t)
+        elif kind == EV_ABW_RECV:
+            f, v = arg
+            assert f.ctrl is not None
+            f.abw_bps = v
+            f.ctrl.on_abw(t, v)
+        elif kind == EV_PHY_RECV:
+            f, v = arg
+            assert f.ctrl is not None
+            f.phy_bps = v
+            f.ctrl.on_phy_capacity(t, v)
+        elif kind == EV_BULK_START:
+            self.ues[arg.ue].queue.backlogged = True
+        elif kind == EV_HO_NOTIFY and self.abw is not None:
+            ue_id, start = arg
+            self.abw.on_handover(ue_id, start, t)
+
+    def _on_frame(self, f: FlowState, t: int) -> None:
+        assert f.sender is not None and f.ctrl is not None and f.path is not None
+        pkts = f.sender.on_frame(t, f.ctrl.target_bps(t))
+        path = f.path
+        events = self.events
+        push = heapq.heappush
+        seq = self._seq
+        if path.cfg.bottleneck_bps is None:
+            d = path.one_way_us
+            for p in pkts:
+                seq += 1
+                push(events, (p.send_us + d, seq, EV_ARRIVE, p))
+        else:
+            for p in pkts:
+                a = path.arrival_us(p.send_us, p.size)
+                if a is None:
+                    f.wired_lost_pkts += 1
+                    continue
+                seq += 1
+                push(events, (a, seq, EV_ARRIVE, p))
+        self._seq = seq
+        nxt = t + f.frame_us
+        if f.spec.stop_s is None or nxt < f.spec.stop_s * 1e6:
+            self._push(nxt, EV_FRAME, f)
+
+    # --- attachment and handover -------------------------------------------------------
+    def _cell_of_pos(self, pos: int) -> int:
+        return pos % len(self.cells)
+
+    def _attach(self, u: UeRadio, cell: int, slot: int) -> None:
+        c = self.cells[cell]
+        self._flush_cell(c, slot)
+        prev = u.cell if u.cell >= 0 else -1 - u.cell
+        if not u.gnb_ue_id or self.cells[prev].gnb != c.gnb:
+            self.gnb_ue_counter[c.gnb] += 1
+            u.gnb_ue_id = self.gnb_ue_counter[c.gnb]  # new gNB-CU-UE-F1AP-ID at a new gNB
+        c.ues.append(u)
+        c.ues.sort(key=lambda x: x.idx)
+        u.cell = cell
+        self._reshare(c)
+
+    def _detach(self, u: UeRadio, slot: int) -> None:
+        if u.cell < 0:
+            return
+        c = self.cells[u.cell]
+        self._flush_cell(c, slot)
+        c.ues.remove(u)
+        u.cap_share = 0.0
+        u.cell = -1 - u.cell  # remember the last cell while detached
+        self._reshare(c)
+
+    def _reshare(self, c: Cell) -> None:
+        n = len(c.ues)
+        for v in c.ues:
+            v.cap_share = c.n_prb / n
+
+    def _ho_start(self, ev: HandoverEvent, t: int) -> None:
+        u = self.ues[ev.ue]
+        home = self.ue_home[ev.ue]
+        src = self._cell_of_pos(home + ev.source)
+        dst = self._cell_of_pos(home + ev.target)
+        slot = self.slot
+        cur = u.cell if u.cell >= 0 else -1 - u.cell
+        self.cells[cur].handovers_out += 1
+        self.cells[dst].handovers_in += 1
+        self.handovers.append(
+            HandoverRecord(
+                ev.ue, u.amf_ue_ngap_id, t / 1e6, ev.duration_us / 1000, ev.outage_us / 1000,
+                src, dst, ev.failed, ev.pingpong,
+            )
+        )  # fmt: skip
+        if u.cell >= 0:
+            self._detach(u, slot)
+        self._push(t + ev.outage_us, EV_HO_END, (ev, dst))
+        if self.recorder is not None:
+            e2 = int(self.sc.e2_delay_ms * 1000)
+            self._push(t + e2, EV_HO_NOTIFY, (u.amf_ue_ngap_id, True))
+
+    # --- capacity accounting -----------------------------------------------------------
+    def _flush(self, u: UeRadio, slot: int) -> None:
+        a = u.cap_from
+        if slot <= a:
+            return
+        if u.cap_share > 0.0:
+            cum = u.bits_np
+            bs = self.block_start
+            u.cap_bytes += u.cap_share * float(cum[slot - bs] - cum[a - bs]) / 8.0
+        u.cap_from = slot
+
+    def _flush_cell(self, c: Cell, slot: int) -> None:
+        if self.block_start < 0:
+            return
+        for v in c.ues:
+            self._flush(v, slot)
+
+    def _refill(self, slot: int) -> None:
+        if self.block_start >= 0:
+            for u in self.ues:
+                self._flush(u, self.block_end)
+        bs = (slot // BLOCK_SLOTS) * BLOCK_SLOTS
+        self.block_start, self.block_end = bs, bs + BLOCK_SLOTS
+        p = len(self.tdd)
+        tdd = np.asarray(self.tdd)[np.arange(bs, bs + BLOCK_SLOTS) % p]
+        self.block_tdd = tdd.tolist()
+        for u, ch in zip(self.ues, self.channels, strict=True):
+            raw = ch.block(bs, BLOCK_SLOTS)
+            u.bits = raw.tolist()
+            u.bits_np = np.concatenate([[0.0], np.cumsum(raw * tdd)])
+            u.cap_from = max(u.cap_from, bs)
+        if self.recorder is not None:
+            self._raw_bits = np.array([u.bits for u in self.ues])
+
+    # --- KPM ---------------------------------------------------------------------------
+    def _record(self, s0: int, s1: int, busy: bool) -> None:
+        """Fill report rows for slots [s0, s1); ``busy`` only for a single scheduled slot."""
+        rec = self.recorder
+        assert rec is not None
+        bs = self.block_start
+        for s in range(s0, s1):
+            i = s - rec.start
+            if i >= rec.period:
+                self._emit(s)
+                i = s - rec.start
+            mon = self.monitored
+            rec.bits[i, :] = self._raw_bits[mon, s - bs]
+            for j, ui in enumerate(mon):
+                u = self.ues[ui]
+                q = u.queue
+                rec.ue_cell[i, j] = u.cell if u.cell >= 0 else -1
+                rec.buf[i, j] = q.bytes
+                if q.arrived_bytes:
+                    rec.arr[i, j] = q.arrived_bytes
+                    q.arrived_bytes = 0
+                if busy and u.prb_used:
+                    rec.prb[i, j] = u.prb_used
+                    rec.sent[i, j] = u.slot_bytes
+            f = self.block_tdd[s - bs]
+            for c in self.cells:
+                if busy and c.ues and f > 0.0:
+                    rec.idle[i, c.idx] = c.prb_idle
+                    rec.active[i, c.idx] = c.active_ues
+                else:
+                    rec.idle[i, c.idx] = int(c.n_prb * f)
+                    rec.active[i, c.idx] = 0
+        if s1 - rec.start >= rec.period:
+            self._emit(s1)
+
+    def _emit(self, slot: int) -> None:
+        rec = self.recorder
+        assert rec is not None
+        rep = rec.take(self._mcs_bits)
+        t = slot * self.slot_us
+        for sink in self.kpm_sinks:
+            sink.on_report(rep, t)
+        self._push(t + int(self.sc.e2_delay_ms * 1000), EV_KPM, rep)
+        if self.pbe_est is not None:
+            self.pbe_est.on_report(rep, t)
+            for f in self.flows:
+                if f.ctrl is not None and f.ctrl.wants_phy:
+                    v = self.pbe_est.estimate_bps(self.ues[f.ue].amf_ue_ngap_id)
+                    self._push(t + f.ul_delay_us, EV_PHY_RECV, (f, v))
+
+    def _on_kpm(self, rep: KpmReport, t: int) -> None:
+        if self.abw is None:
+            return
+        self.abw.on_report(rep, t)
+        for f in self.flows:
+            if f.ctrl is not None and f.ctrl.wants_abw:
+                v = self.abw.estimate_bps(self.ues[f.ue].amf_ue_ngap_id)
+                # xApp -> sender: UDP feedback over the wired path
+                self._push(t + f.dl_delay_us, EV_ABW_RECV, (f, v))
+
+    # --- time series -------------------------------------------------------------------
+    def _snapshot(self, slot: int) -> None:
+        for u in self.ues:
+            self._flush(u, slot)
+        self._ts_bins.append(slot * self.slot_us / 1e6)
+        self.ts_ue_delivered.append([u.delivered_bytes for u in self.ues])
+        self.ts_ue_capacity.append([u.cap_bytes for u in self.ues])
+        for f in self.flows:
+            f.ts_target.append(f.ctrl.target_bps(slot * self.slot_us) if f.ctrl else math.nan)
+            f.ts_abw.append(f.abw_bps if f.abw_bps is not None else math.nan)
+
+    # --- main loop ---------------------------------------------------------------------
+    def run(self) -> float:
+        """Run the whole scenario offline; returns wall seconds."""
+        t0 = time.monotonic()
+        self.run_until(self.end_slot)
+        return time.monotonic() - t0
+
+    def run_until(self, end_slot: int) -> None:
+        slot_us = self.slot_us
+        events = self.events
+        pop = heapq.heappop
+        cells = self.cells
+        flows = self.flows
+        tdd = self.tdd
+        ptdd = len(tdd)
+        harq = self.sc.ran.harq_bler
+        harq_rtt_us = int(self.sc.ran.harq_rtt_ms * 1000)
+        harq_max = self.sc.ran.harq_max_tx
+        rng = self.harq_rng
+        s = self.slot
+        if self.block_start < 0:
+            self._refill(s)
+            self._snapshot(0)
+            self.next_ts = self.ts_slots
+        next_ts = self.next_ts
+        last_progress = time.monotonic()
+        served_all: list[UeRadio] = []
+        while s < end_slot:
+            t = s * slot_us
+            self.slot = s
+            while events and events[0][0] <= t:
+                ev = pop(events)
+                self._dispatch(ev[0], ev[2], ev[3])
+            if s >= self.block_end:
+                self._refill(s)
+            off = s - self.block_start
+            fac = tdd[s % ptdd]
+            t_end = t + slot_us
+            any_data = False
+            if fac > 0.0:
+                for c in cells:
+                    if not c.ues:
+                        continue
+                    nprb = c.n_prb if fac == 1.0 else int(c.n_prb * fac)
+                    served = c.schedule(s, off, nprb, t)
+                    for u in served:
+                        q = u.queue
+                        u.delivered_bytes += u.slot_bytes
+                        if q.delivered:
+                            if harq > 0.0 and rng.random() < harq:
+                                ntx = 2
+                                while ntx <= harq_max and rng.random() < harq:
+                                    ntx += 1
+                                for p in q.delivered:
+                                    if ntx > harq_max:
+                                        flows[p.flow].harq_lost_pkts += 1
+                                    else:
+                                        self._push(t_end + (ntx - 1) * harq_rtt_us, EV_DELIVER, p)
+                            else:
+                                for p in q.delivered:
+                                    r = flows[p.flow].receiver
+                                    if r is not None:
+                                        r.on_packet(p, t_end)
+                            q.delivered.clear()
+                        if q.dropped:
+                            for p in q.dropped:
+                                flows[p.flow].dropped_pkts += 1
+                            q.dropped.clear()
+                    if not any_data:
+                        if c.active_ues > len(served):
+                            any_data = True
+                        else:
+                            for u in served:
+                                if u.queue.bytes > 0 or u.queue.backlogged:
+                                    any_data = True
+                                    break
+                    if self.recorder is not None:
+                        served_all.extend(served)
+                    else:
+                        for u in served:
+                            u.prb_used = 0
+            else:  # an UL slot: nothing is scheduled, but queued data must not be skipped
+                any_data = any(
+                    u.queue.bytes > 0 or u.queue.backlogged for c in cells for u in c.ues
+                )
+            if self.recorder is not None:
+                self._record(s, s + 1, True)
+                for u in served_all:
+                    u.prb_used = 0
+                served_all.clear()
+            s += 1
+            if not any_data and s < end_slot:
+                # Nothing to schedule: jump to the next event, block or sample boundary.
+                nxt = -(-events[0][0] // slot_us) if events else end_slot
+                nxt = min(nxt, end_slot, self.block_end, next_ts)
+                if nxt > s:
+                    if self.recorder is not None:
+                        self._record(s, nxt, False)
+                    s = nxt
+            if s >= next_ts:
+                self._snapshot(s)
+                next_ts += self.ts_slots
+                if self.progress is not None:
+                    now = time.monotonic()
+                    if now - last_progress >= 2.0:
+                        last_progress = now
+                        self.progress(s * slot_us / 1e6, self.end_slot * slot_us / 1e6)
+        self.slot = s
+        self.next_ts = next_ts
+        for u in self.ues:
+            self._flush(u, s)
+
+
+def progress_to_stderr(start: float | None = None) -> Callable[[float, float], None]:
+    t0 = time.monotonic() if start is None else start
+
+    def report(sim_s: float, total_s: float) -> None:
+        wall = time.monotonic() - t0
+        speed = sim_s / wall if wall > 0 else 0.0
+        print(
+            f"\rsim {sim_s:8.1f} / {total_s:.1f} s  ({speed:5.1f}x real time)",
+            end="", file=sys.stderr, flush=True,
+        )  # fmt: skip
+
+    return report

@@ -1,0 +1,86 @@
+"""Per-UE DL RLC queue: packets with metadata and arrival times, optional Octopus dropper.
+
+A backlogged (bulk) flow is a byte counter, not packets: it always has data.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from octoric.sim.dropper import OctopusDropper
+from octoric.sim.octopus_header import HeaderCounters, OctopusHeaderError, parse
+from octoric.sim.packets import Packet
+
+
+class DlQueue:
+    __slots__ = (
+        "arrived_bytes", "backlogged", "bytes", "delivered", "dropped", "dropper", "head_sent",
+        "header_counters", "limit_bytes", "pkts", "tail_dropped",
+    )  # fmt: skip
+
+    def __init__(self, limit_bytes: int = 4_000_000, dropper: OctopusDropper | None = None) -> None:
+        self.pkts: deque[Packet] = deque()
+        self.bytes = 0  # bytes still to send (head's sent part excluded)
+        self.head_sent = 0
+        self.limit_bytes = limit_bytes
+        self.dropper = dropper
+        self.backlogged = False
+        self.arrived_bytes = 0  # since the last measurement granule
+        self.delivered: list[Packet] = []  # completed in the current slot (drained by engine)
+        self.dropped: list[Packet] = []  # dropped by the dropper (drained by engine)
+        self.tail_dropped: list[Packet] = []
+        self.header_counters = HeaderCounters()
+
+    def enqueue(self, pkt: Packet, now_us: int) -> None:
+        if self.bytes + pkt.size > self.limit_bytes:
+            self.tail_dropped.append(pkt)
+            return
+        pkt.arrive_us = now_us
+        self.pkts.append(pkt)
+        self.bytes += pkt.size
+        self.arrived_bytes += pkt.size
+        if self.dropper is not None:
+            self.dropper.on_enqueue(pkt, now_us)
+
+    def enqueue_payload(self, pkt: Packet, payload: bytes, now_us: int) -> bool:
+        """Enqueue a packet whose Octopus header is still raw bytes (the live path).
+
+        A malformed header is counted and the packet is forwarded without metadata (the
+        dropper leaves it alone), as a gNB must not lose user data over a bad header."""
+        try:
+            pkt.hdr = parse(payload, self.header_counters)
+        except OctopusHeaderError:
+            pkt.hdr = None
+        self.enqueue(pkt, now_us)
+        return pkt.hdr is not None
+
+    def dequeue(self, budget: int, now_us: int) -> int:
+        """Send up to ``budget`` bytes; completed packets go to ``self.delivered``."""
+        if self.backlogged:
+            return budget
+        used = 0
+        pkts = self.pkts
+        dropper = self.dropper
+        while budget > 0 and pkts:
+            p = pkts[0]
+            if self.head_sent == 0 and dropper is not None and dropper.should_drop(p, now_us):
+                pkts.popleft()
+                self.bytes -= p.size
+                self.dropped.append(p)
+                continue
+            rem = p.size - self.head_sent
+            if rem <= budget:
+                budget -= rem
+                used += rem
+                pkts.popleft()
+                self.bytes -= rem
+                self.head_sent = 0
+                self.delivered.append(p)
+            else:
+                self.head_sent += budget
+                self.bytes -= budget
+                used += budget
+                budget = 0
+        if dropper is not None and (used or self.bytes):
+            dropper.on_slot(used, self.bytes > 0)
+        return used

@@ -1,0 +1,310 @@
+"""Scenarios: what to simulate, as dataclasses; loaded from YAML or built in by name.
+
+YAML errors name the file and line of the offending key (see docs/sim.md for the format).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+
+import yaml
+
+from octoric.sim.errors import ScenarioError
+from octoric.sim.mobility import PROFILES, MobilityConfig
+from octoric.sim.video import VideoConfig, WiredPathConfig
+
+ChannelKind = Literal["constant", "pulse", "fading", "mahimahi", "cqi"]
+
+
+@dataclass
+class ChannelSpec:
+    kind: ChannelKind = "fading"
+    rate_mbps: float | None = None  # constant: whole-cell rate (else ``mcs``)
+    mcs: int | None = None
+    high_mbps: float = 3.0  # pulse
+    low_mbps: float = 0.5
+    switch_s: float = 40.0
+    mean_snr_db: float = 20.0  # fading
+    std_db: float = 4.0
+    corr_time_s: float = 1.0
+    step_ms: float = 1.0
+    path: str | None = None  # mahimahi / cqi (a CSV, or archive.zip::member.csv)
+    offset: int = 0  # mahimahi: ms, cqi: s into the trace
+
+
+@dataclass
+class FlowSpec:
+    traffic: Literal["video", "backlogged", "none"] = "video"
+    scheme: str = "gcc"
+    start_mbps: float = 0.3
+    min_mbps: float = 0.05
+    max_mbps: float = 100.0
+    rate_mbps: float | None = None  # fixed scheme's rate (default: start_mbps)
+    start_s: float = 0.0
+    stop_s: float | None = None  # the sender stops generating frames here
+    feedback_ms: float = 50.0  # receiver feedback interval
+    uplink_ms: float = 5.0  # UE -> gNB air delay of feedback (added to the wired RTT/2)
+    video: VideoConfig = field(default_factory=VideoConfig)
+    path: WiredPathConfig = field(default_factory=WiredPathConfig)
+
+
+@dataclass
+class MobilitySpec:
+    """A profile (static, walking, driving, hsr) plus any of its fields overridden."""
+
+    profile: str = "static"
+    speed_kmh: float | None = None
+    cell_spacing_m: float | None = None
+    ho_interval_s: float | None = None
+    pingpong_fraction: float | None = None
+    ho_duration_ms: float | None = None
+    ho_duration_cv: float | None = None
+    failure_prob: float | None = None
+    rlf_outage_ms: float | None = None
+    model: Literal["stats", "a3"] | None = None
+    a3_offset_db: float | None = None
+    a3_ttt_ms: float | None = None
+    meas_period_ms: float | None = None
+    shadow_std_db: float | None = None
+    shadow_decorr_m: float | None = None
+    meas_noise_db: float | None = None
+
+    def resolve(self, where: str = "mobility") -> MobilityConfig:
+        if self.profile not in PROFILES:
+            raise ScenarioError(
+                f"unknown mobility profile {self.profile!r} (known: {', '.join(PROFILES)})", where
+            )
+        cfg = copy.deepcopy(PROFILES[self.profile])
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.name != "profile" and v is not None:
+                setattr(cfg, f.name, v)
+        return cfg
+
+
+@dataclass
+class UeSpec:
+    count: int = 1
+    cell: int = 0
+    channel: ChannelSpec = field(default_factory=ChannelSpec)
+    flows: list[FlowSpec] = field(default_factory=lambda: [FlowSpec()])
+    mobility: MobilitySpec = field(default_factory=MobilitySpec)
+    dropper: bool = False  # Octopus dropper on this UE's DL queue
+    # Carry Octopus headers as bytes and parse them at the gNB (exercises the codec on the
+    # data path, as the real gNB does; slower). Off: the parsed header rides with the packet.
+    wire_headers: bool = False
+    queue_limit_bytes: int = 4_000_000
+
+
+@dataclass
+class RanSpec:
+    cells: int = 1
+    cells_per_gnb: int = 1
+    n_prb: int = 106
+    slot_ms: float = 1.0
+    tdd: str = "D"
+    special_dl: float = 0.6
+    mcs_table: Literal["qam64", "qam256"] = "qam256"
+    layers: int = 1
+    scheduler: Literal["rr", "pf"] = "pf"
+    harq_bler: float = 0.0  # optional HARQ: TB error rate (0 = off)
+    harq_rtt_ms: float = 8.0
+    harq_max_tx: int = 4
+
+
+@dataclass
+class Scenario:
+    name: str = "custom"
+    duration_s: float = 30.0
+    ran: RanSpec = field(default_factory=RanSpec)
+    ues: list[UeSpec] = field(default_factory=lambda: [UeSpec()])
+    kpm_period_ms: float = 10.0  # E2 reporting period of the per-slot records
+    e2_delay_ms: float = 5.0  # modelled gNB -> RIC -> xApp delay of each report
+    timeseries_ms: float = 100.0
+    # ABW source of `occ` flows: the labelled stand-in, or the OCC xApp's engine in-process
+    abw_source: Literal["stand-in", "occ-engine"] = "stand-in"
+
+
+# --- YAML -------------------------------------------------------------------------------
+T = typing.TypeVar("T")
+
+
+def _coerce(value: Any, tp: Any, where: str) -> Any:
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        for alt in get_args(tp):
+            try:
+                return _coerce(value, alt, where)
+            except ScenarioError:
+                pass
+        raise ScenarioError(f"expected {tp}, got {value!r}".replace("typing.", ""), where)
+    if tp is type(None):
+        if value is None:
+            return None
+        raise ScenarioError(f"expected null, got {value!r}", where)
+    if origin is Literal:
+        if value in get_args(tp):
+            return value
+        raise ScenarioError(f"expected one of {list(get_args(tp))}, got {value!r}", where)
+    if origin is list:
+        if not isinstance(value, list):
+            raise ScenarioError(f"expected a list, got {value!r}", where)
+        (it,) = get_args(tp)
+        return [_coerce(v, it, f"{where}[{i}]") for i, v in enumerate(value)]
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if not isinstance(value, dict):
+            raise ScenarioError(f"expected a mapping, got {value!r}", where)
+        return build(tp, value, where)
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise ScenarioError(f"expected a number, got {value!r}", where)
+    if tp in (int, str, bool):
+        if isinstance(value, tp) and not (tp is int and isinstance(value, bool)):
+            return value
+        raise ScenarioError(f"expected {tp.__name__}, got {value!r}", where)
+    raise ScenarioError(f"unsupported type {tp!r}", where)
+
+
+def build(cls: type[T], data: dict[str, Any], where: str = "") -> T:
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        path = f"{where}.{key}" if where else str(key)
+        if key not in names:
+            raise ScenarioError(f"unknown key (known: {', '.join(sorted(names))})", path)
+        kwargs[key] = _coerce(value, hints[key], path)
+    return cls(**kwargs)
+
+
+def _lines(node: yaml.Node | None, prefix: str = "") -> dict[str, int]:
+    out: dict[str, int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            p = f"{prefix}.{k.value}" if prefix else str(k.value)
+            out[p] = k.start_mark.line + 1
+            out.update(_lines(v, p))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, v in enumerate(node.value):
+            p = f"{prefix}[{i}]"
+            out[p] = v.start_mark.line + 1
+            out.update(_lines(v, p))
+    return out
+
+
+def load_file(path: str | Path) -> Scenario:
+    src = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise ScenarioError(f"cannot read scenario: {e.strerror}", src) from e
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{src}:{mark.line + 1}" if mark is not None else src
+        raise ScenarioError(f"invalid YAML: {getattr(e, 'problem', e)}", where) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ScenarioError("the top level must be a mapping", f"{src}:1")
+    data.setdefault("name", Path(path).stem)
+    lines = _lines(node)
+    try:
+        sc = build(Scenario, data)
+        validate(sc)
+        return sc
+    except ScenarioError as e:
+        key = e.where or ""
+        msg = str(e).split(": ", 1)[1] if e.where else str(e)
+        while key and key not in lines:
+            i = max(key.rfind("."), key.rfind("["))
+            key = key[:i] if i > 0 else ""
+        line = lines.get(key)
+        where = f"{src}:{line} ({e.where})" if line else f"{src} ({e.where})" if e.where else src
+        raise ScenarioError(msg, where) from None
+
+
+def validate(sc: Scenario) -> None:
+    r = sc.ran
+    if r.slot_ms not in (1.0, 0.5):
+        raise ScenarioError("slot_ms must be 1 or 0.5 (numerology 0/1 or 1/2)", "ran.slot_ms")
+    if not 1 <= r.n_prb <= 275:
+        raise ScenarioError("n_prb must be in 1..275", "ran.n_prb")
+    if r.cells < 1 or r.cells_per_gnb < 1:
+        raise ScenarioError("cells and cells_per_gnb must be >= 1", "ran.cells")
+    if not 1 <= r.layers <= 4:
+        raise ScenarioError("layers must be in 1..4", "ran.layers")
+    if not 0.0 <= r.harq_bler < 1.0:
+        raise ScenarioError("harq_bler must be in [0, 1)", "ran.harq_bler")
+    if set(r.tdd) - set("DSU") or not r.tdd or "D" not in r.tdd + "S":
+        raise ScenarioError("tdd must be a pattern of D, S, U with at least one D or S", "ran.tdd")
+    if sc.duration_s <= 0:
+        raise ScenarioError("duration_s must be > 0", "duration_s")
+    for i, u in enumerate(sc.ues):
+        w = f"ues[{i}]"
+        if u.count < 1:
+            raise ScenarioError("count must be >= 1", f"{w}.count")
+        if not 0 <= u.cell < r.cells:
+            raise ScenarioError(f"cell must be in 0..{r.cells - 1}", f"{w}.cell")
+        ch = u.channel
+        if ch.kind in ("mahimahi", "cqi") and not ch.path:
+            raise ScenarioError(f"a {ch.kind} channel needs a path", f"{w}.channel.path")
+        if ch.kind == "constant" and ch.rate_mbps is None and ch.mcs is None:
+            raise ScenarioError("a constant channel needs rate_mbps or mcs", f"{w}.channel")
+        u.mobility.resolve(f"{w}.mobility.profile")
+        for j, f in enumerate(u.flows):
+            if f.video.fps <= 0:
+                raise ScenarioError("fps must be > 0", f"{w}.flows[{j}].video.fps")
+
+
+# --- built-in scenarios -----------------------------------------------------------------
+BUILTIN = ("static", "pulse", "trace:<path>", "hsr", "multi-ue")
+
+
+def builtin(name: str) -> Scenario:
+    if name == "static":
+        return Scenario(
+            name="static", ues=[UeSpec(channel=ChannelSpec("fading", mean_snr_db=18.0))]
+        )
+    if name == "pulse":
+        ch = ChannelSpec("pulse", high_mbps=3.0, low_mbps=0.5, switch_s=40.0)
+        return Scenario(name="pulse", duration_s=120.0, ues=[UeSpec(channel=ch)])
+    if name.startswith("trace:"):
+        path = name[len("trace:") :]
+        if not path:
+            raise ScenarioError("trace: needs a path, e.g. trace:traces/x.down", name)
+        kind: ChannelKind = "cqi" if path.endswith(".csv") or "::" in path else "mahimahi"
+        return Scenario(name=name, ues=[UeSpec(channel=ChannelSpec(kind, path=path))])
+    if name == "hsr":
+        ran = RanSpec(cells=3, cells_per_gnb=1, n_prb=106)
+        ue = UeSpec(
+            count=4, channel=ChannelSpec("fading", mean_snr_db=14.0, std_db=6.0, corr_time_s=0.3),
+            mobility=MobilitySpec("hsr"),
+        )  # fmt: skip
+        return Scenario(name="hsr", duration_s=60.0, ran=ran, ues=[ue])
+    if name == "multi-ue":
+        ues = [
+            UeSpec(count=2, channel=ChannelSpec("fading", mean_snr_db=snr))
+            for snr in (8.0, 14.0, 20.0, 26.0)
+        ]
+        return Scenario(name="multi-ue", ran=RanSpec(n_prb=51), ues=ues)
+    raise ScenarioError(
+        f"unknown scenario {name!r}: give a YAML file or one of {', '.join(BUILTIN)}"
+    )
+
+
+def load(name_or_path: str) -> Scenario:
+    if name_or_path.endswith((".yaml", ".yml")) or Path(name_or_path).is_file():
+        return load_file(name_or_path)
+    sc = builtin(name_or_path)
+    validate(sc)
+    return sc

@@ -1,0 +1,182 @@
+"""The run summary (JSON) and the time series written beside it.
+
+Every figure in the summary is a function of the scenario and the seed only, except
+``wall_seconds`` (how long the run took on this machine).
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import math
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from octoric.sim.engine import Engine
+from octoric.sim.receiver import STALL_MS
+
+
+def _r(x: float, nd: int = 3) -> float | None:
+    return None if x is None or math.isnan(x) else round(float(x), nd)
+
+
+def _pct(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "p95": None, "p99": None, "mean": None}
+    a = np.asarray(values)
+    return {
+        "p50": _r(float(np.percentile(a, 50))),
+        "p95": _r(float(np.percentile(a, 95))),
+        "p99": _r(float(np.percentile(a, 99))),
+        "mean": _r(float(a.mean())),
+    }
+
+
+def handover_stats(eng: Engine) -> dict[str, Any]:
+    hs = eng.handovers
+    if not hs:
+        return {"count": 0}
+    by_ue: dict[int, list[float]] = {}
+    for h in hs:
+        by_ue.setdefault(h.ue, []).append(h.start_s)
+    n_int = sum(len(v) - 1 for v in by_ue.values())
+    span = sum(v[-1] - v[0] for v in by_ue.values())
+    sim_s = eng.slot * eng.slot_us / 1e6
+    return {
+        "count": len(hs),
+        "ues": len(by_ue),
+        "mean_interval_s": _r(span / n_int) if n_int else None,
+        "rate_interval_s": _r(sim_s * len(eng.ues) / len(hs)),
+        "mean_duration_ms": _r(sum(h.duration_ms for h in hs) / len(hs)),
+        "failure_rate": _r(sum(h.failed for h in hs) / len(hs), 4),
+        "pingpong_fraction": _r(sum(h.pingpong for h in hs) / len(hs), 4),
+        "share_intervals_below_2s": _r(
+            sum(1 for v in by_ue.values() for a, b in itertools.pairwise(v) if b - a < 2.0)
+            / n_int, 4,
+        ) if n_int else None,
+    }  # fmt: skip
+
+
+def build_summary(eng: Engine, wall_seconds: float) -> dict[str, Any]:
+    sim_s = eng.slot * eng.slot_us / 1e6
+    sc = eng.sc
+    ues = []
+    for u in eng.ues:
+        n_ho = sum(1 for h in eng.handovers if h.ue == u.idx)
+        ues.append({
+            "ue": u.idx,
+            "amf_ue_ngap_id": u.amf_ue_ngap_id,
+            "capacity_bytes": round(u.cap_bytes),
+            "delivered_bytes": int(u.delivered_bytes),
+            "prbs_used": u.prb_total,
+            "utilization": _r(u.delivered_bytes / u.cap_bytes, 4) if u.cap_bytes > 0 else None,
+            "handovers": n_ho,
+            "handover_failures": sum(1 for h in eng.handovers if h.ue == u.idx and h.failed),
+            "dropper": None if u.queue.dropper is None else asdict(u.queue.dropper.stats),
+            "malformed_headers": u.queue.header_counters.malformed,
+        })  # fmt: skip
+    flows = []
+    for f in eng.flows:
+        d: dict[str, Any] = {"flow": f.idx, "ue": f.ue, "traffic": f.spec.traffic}
+        if f.sender is not None and f.receiver is not None and f.ctrl is not None:
+            r, snd = f.receiver, f.sender
+            lat = r.frame_latency_ms
+            dur = max(sim_s - f.spec.start_s, 1e-9)
+            d.update({
+                "scheme": f.ctrl.name,
+                "abw_source": (eng.abw.name if eng.abw is not None and f.ctrl.wants_abw else None),
+                "frames_sent": len(snd.frames.enc_us),
+                "frames_decoded": len(lat),
+                "frame_latency_ms": _pct(lat),
+                "stall_rate": _r(sum(x > STALL_MS for x in lat) / len(lat), 4) if lat else None,
+                "valid_bitrate_kbps": _r(r.valid_bits / dur / 1000.0),
+                "frame_bitrate_kbps": _r(snd.sent_bytes * 8 / dur / 1000.0),
+                "decoded_bitrate_kbps": _r(r.decoded_bits / dur / 1000.0),
+                "aoi_ms": _pct(r.aoi_ms),
+                "dropped_packets": f.dropped_pkts,
+                "tail_dropped_packets": f.tail_dropped_pkts,
+                "harq_lost_packets": f.harq_lost_pkts,
+                "wired_lost_packets": f.wired_lost_pkts,
+                "undecodable_messages": r.undecodable_complete(),
+            })  # fmt: skip
+        flows.append(d)
+    cells = [
+        {"cell": c.idx, "gnb": c.gnb, "cell_id": c.cell_id, "handovers": c.handovers_out,
+         "handovers_in": c.handovers_in}
+        for c in eng.cells
+    ]  # fmt: skip
+    return {
+        "scenario": sc.name,
+        "seed": eng.seed,
+        "sim_seconds": _r(sim_s),
+        "wall_seconds": round(wall_seconds, 3),
+        "slot_ms": sc.ran.slot_ms,
+        "n_prb": sc.ran.n_prb,
+        "scheduler": sc.ran.scheduler,
+        "ues": ues,
+        "flows": flows,
+        "cells": cells,
+        "handover_stats": handover_stats(eng),
+    }
+
+
+def write_outputs(eng: Engine, summary: dict[str, Any], out: Path) -> list[Path]:
+    """Write the summary and, beside it, ``<stem>.timeseries.csv`` and ``<stem>.frames.csv``."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stem = out.with_suffix("")
+    ts = Path(f"{stem}.timeseries.csv")
+    fr = Path(f"{stem}.frames.csv")
+    summary = dict(summary)
+    summary["files"] = {"timeseries": ts.name, "frames": fr.name}
+    out.write_text(json.dumps(summary, indent=2) + "\n")
+    bins = eng._ts_bins
+    with ts.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        head = ["t_s"]
+        head += [f"ue{u.idx}_thp_kbps" for u in eng.ues] + [f"ue{u.idx}_cap_kbps" for u in eng.ues]
+        head += [f"flow{f.idx}_target_kbps" for f in eng.flows]
+        head += [f"flow{f.idx}_abw_kbps" for f in eng.flows]
+        w.writerow(head)
+        for k in range(1, len(bins)):
+            dt = bins[k] - bins[k - 1]
+            if dt <= 0:
+                continue
+            row: list[Any] = [round(bins[k], 4)]
+            row += [
+                round((eng.ts_ue_delivered[k][i] - eng.ts_ue_delivered[k - 1][i]) * 8 / dt / 1e3, 2)
+                for i in range(len(eng.ues))
+            ]
+            row += [
+                round((eng.ts_ue_capacity[k][i] - eng.ts_ue_capacity[k - 1][i]) * 8 / dt / 1e3, 2)
+                for i in range(len(eng.ues))
+            ]
+            row += [
+                "" if math.isnan(f.ts_target[k]) else round(f.ts_target[k] / 1e3, 2)
+                for f in eng.flows
+            ]
+            row += [
+                "" if math.isnan(f.ts_abw[k]) else round(f.ts_abw[k] / 1e3, 2) for f in eng.flows
+            ]
+            w.writerow(row)
+    with fr.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["flow", "frame", "encode_s", "size_bytes", "target_kbps", "latency_ms"])
+        for f in eng.flows:
+            if f.sender is None or f.receiver is None:
+                continue
+            lat = {
+                fi: (t - f.sender.frames.enc_us[fi]) / 1000.0
+                for fi, t in f.receiver.frame_decoded_at
+            }
+            frames = f.sender.frames
+            for fi in range(len(frames.enc_us)):
+                v = lat.get(fi)
+                w.writerow([
+                    f.idx, fi, round(frames.enc_us[fi] / 1e6, 4), frames.size[fi],
+                    round(frames.target_bps[fi] / 1e3, 1), "" if v is None else round(v, 3),
+                ])  # fmt: skip
+    return [out, ts, fr]

@@ -1,0 +1,248 @@
+"""Real-time video sender side: frame source, encoder model, packetizer, pacer, wired path.
+
+Frames are split into *messages* (a whole frame, or one SVC spatial layer of a frame);
+each message is the unit the receiver decodes and the Octopus dropper drops. The flow keeps
+its message table in flat lists (``MessageTable``) so packets carry only an index.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from octoric.sim.octopus_header import OctopusHeader
+from octoric.sim.packets import Packet
+
+SvcMode = Literal["none", "temporal", "spatial"]
+
+
+@dataclass
+class VideoConfig:
+    fps: float = 30.0
+    gop: int = 300  # frames per GoP (first frame is an I-frame); 0 = only the first frame
+    i_ratio: float = 4.0  # I-frame size / P-frame size
+    complexity_std: float = 0.15  # content complexity: log-normal AR(1) spread
+    complexity_corr_s: float = 2.0
+    lag_ms: float = (
+        100.0  # encoder output follows its target with this time constant (OCC: ~103 ms)
+    )
+    overshoot_std: float = 0.1  # per-frame size noise (log-normal sigma)
+    svc: SvcMode = "none"
+    spatial_cumulative: list[float] = field(default_factory=lambda: [0.2, 0.5, 1.0])
+    mtu: int = 1200  # payload bytes per packet (Octopus header included when enabled)
+    pacing_multiplier: float = 2.5
+    octopus: bool = False  # mark packets with the Octopus header
+    min_bps: float = 50e3
+    max_bps: float = 200e6
+
+
+@dataclass
+class MessageTable:
+    """Flat per-message arrays of one flow (index = message number)."""
+
+    frame: list[int] = field(default_factory=list)
+    layer: list[int] = field(default_factory=list)
+    size: list[int] = field(default_factory=list)
+    npkts: list[int] = field(default_factory=list)
+    deps: list[tuple[int, ...]] = field(default_factory=list)
+    enc_us: list[int] = field(default_factory=list)
+
+
+@dataclass
+class FrameTable:
+    enc_us: list[int] = field(default_factory=list)
+    size: list[int] = field(default_factory=list)
+    base_msg: list[int] = field(default_factory=list)
+    nmsgs: list[int] = field(default_factory=list)
+    target_bps: list[float] = field(default_factory=list)
+
+
+# Temporal SVC (3 temporal layers over a GoP): frame position -> (priority, threshold, weight).
+# I: prio 0 thr 0 (drops everything older); TL0 P: prio 1 thr 2 (TL0 chain is never dropped
+# by later TL0 frames); TL1: prio 2 thr 2; TL2: prio 3 thr 3. See docs/sim.md.
+def temporal_role(j: int) -> tuple[int, int, int, float]:
+    """(temporal layer or -1 for I, priority, threshold, size weight) of GoP position j."""
+    if j == 0:
+        return -1, 0, 0, 1.0
+    k = j % 4
+    if k == 0:
+        return 0, 1, 2, 1.3
+    if k == 2:
+        return 1, 2, 2, 1.0
+    return 2, 3, 3, 0.8
+
+
+class VideoEncoder:
+    """Frame sizes from a target rate: first-order lag, I/P ratio, complexity, noise."""
+
+    def __init__(self, cfg: VideoConfig, rng: np.random.Generator, start_bps: float) -> None:
+        self.cfg = cfg
+        self.rng = rng
+        self.rate = start_bps
+        self.dt = 1.0 / cfg.fps
+        self.alpha = 1.0 - math.exp(-self.dt * 1000.0 / max(cfg.lag_ms, 1e-3))
+        self.cx = 0.0
+        self.cx_a = math.exp(-self.dt / max(cfg.complexity_corr_s, 1e-3))
+        g = cfg.gop if cfg.gop > 0 else 10**9
+        self.gop = g
+        # Mean weight per GoP, so the encoder's average output equals its rate.
+        if cfg.svc == "temporal":
+            ws = [cfg.i_ratio if j == 0 else temporal_role(j)[3] for j in range(min(g, 240))]
+            self.norm = sum(ws) / len(ws)
+        else:
+            n = min(g, 10**6)
+            self.norm = (cfg.i_ratio + (n - 1)) / n
+
+    def frame_bytes(self, target_bps: float, weight: float) -> int:
+        cfg = self.cfg
+        self.rate += self.alpha * (target_bps - self.rate)
+        self.cx = self.cx_a * self.cx + self.rng.normal(0.0, cfg.complexity_std) * math.sqrt(
+            1 - self.cx_a * self.cx_a
+        )
+        noise = self.rng.normal(0.0, cfg.overshoot_std) if cfg.overshoot_std > 0 else 0.0
+        mean = self.rate * self.dt / 8.0 * weight / self.norm
+        return max(64, int(mean * math.exp(self.cx + noise)))
+
+
+class VideoSender:
+    """Generates frames, packetizes and paces them. The engine calls ``on_frame``."""
+
+    def __init__(
+        self, flow: int, stream_id: int, cfg: VideoConfig, rng: np.random.Generator,
+        start_bps: float,
+    ) -> None:  # fmt: skip
+        self.flow = flow
+        self.stream_id = stream_id
+        self.cfg = cfg
+        self.enc = VideoEncoder(cfg, rng, start_bps)
+        self.msgs = MessageTable()
+        self.frames = FrameTable()
+        self.seq = 0
+        self.msg_id = 0
+        self.pacer_us = 0.0
+        self.last_in_layer: dict[int, int] = {}  # temporal: layer -> last msg (within GoP)
+        self.prev_frame_msgs: list[int] = []
+        self.gop_bps = start_bps
+        self.sent_bytes = 0
+
+    def on_frame(self, now_us: int, target_bps: float) -> list[Packet]:
+        cfg = self.cfg
+        f = len(self.frames.enc_us)
+        j = f % self.enc.gop
+        target = min(max(target_bps, cfg.min_bps), cfg.max_bps)
+        msgs: list[tuple[int, tuple[int, ...], OctopusHeader | None, int]] = []
+        mt = self.msgs
+        if cfg.svc == "spatial":
+            if j == 0:
+                self.gop_bps = target
+            total = self.enc.frame_bytes(target, cfg.i_ratio if j == 0 else 1.0)
+            cum = cfg.spatial_cumulative
+            prev = 0.0
+            for k, c in enumerate(cum):
+                size = max(32, int(total * (c - prev)))
+                prev = c
+                deps_l: list[int] = []
+                if k > 0:
+                    deps_l.append(len(mt.size) + len(msgs) - 1)  # lower layer of this frame
+                if j > 0 and k < len(self.prev_frame_msgs):
+                    deps_l.append(self.prev_frame_msgs[k])  # same layer of the previous frame
+                thr_kbps = 0 if k == 0 else int(self.gop_bps * c / 1000.0)
+                hdr = self._hdr(prio=k, drop=(k == 0 and j == 0), thr=0, br=thr_kbps)
+                msgs.append((size, tuple(deps_l), hdr, k))
+        elif cfg.svc == "temporal":
+            tl, prio, thr, w = temporal_role(j)
+            size = self.enc.frame_bytes(target, cfg.i_ratio if j == 0 else w)
+            if j == 0:
+                self.last_in_layer = {}
+                deps_t: tuple[int, ...] = ()
+            else:
+                cands = [m for layer, m in self.last_in_layer.items() if layer < max(tl, 1)]
+                deps_t = (max(cands),) if cands else ()
+            hdr = self._hdr(prio=prio, drop=True, thr=thr, br=0)
+            msgs.append((size, deps_t, hdr, max(tl, 0)))
+            self.last_in_layer[tl] = len(mt.size)
+        else:
+            size = self.enc.frame_bytes(target, cfg.i_ratio if j == 0 else 1.0)
+            deps_n = (self.prev_frame_msgs[0],) if j > 0 and self.prev_frame_msgs else ()
+            hdr = self._hdr(prio=0, drop=False, thr=0, br=0)
+            msgs.append((size, deps_n, hdr, 0))
+        pkts: list[Packet] = []
+        pace_bps = max(target * cfg.pacing_multiplier, 1e3)
+        t = max(float(now_us), self.pacer_us)
+        frame_msgs = []
+        total_size = 0
+        for size, deps, hdr, layer in msgs:
+            m = len(mt.size)
+            frame_msgs.append(m)
+            n = max(1, math.ceil(size / cfg.mtu))
+            mt.frame.append(f)
+            mt.layer.append(layer)
+            mt.size.append(size)
+            mt.npkts.append(n)
+            mt.deps.append(deps)
+            mt.enc_us.append(now_us)
+            total_size += size
+            mtu = cfg.mtu
+            us_per_byte = 8e6 / pace_bps
+            flow = self.flow
+            seq = self.seq
+            for i in range(n):
+                psize = mtu if i < n - 1 else size - mtu * (n - 1)
+                h = None
+                if hdr is not None:
+                    h = OctopusHeader(
+                        hdr.stream_id, hdr.msg_id, i == 0, i == n - 1, hdr.priority,
+                        hdr.drop, hdr.priority_threshold, hdr.bitrate_threshold_kbps,
+                    )  # fmt: skip
+                pkts.append(Packet(flow, seq, psize, int(t), m, h))
+                seq += 1
+                t += psize * us_per_byte
+            self.seq = seq
+        self.pacer_us = t
+        self.prev_frame_msgs = frame_msgs
+        fr = self.frames
+        fr.enc_us.append(now_us)
+        fr.size.append(total_size)
+        fr.base_msg.append(frame_msgs[0])
+        fr.nmsgs.append(len(frame_msgs))
+        fr.target_bps.append(target)
+        self.sent_bytes += total_size
+        return pkts
+
+    def _hdr(self, prio: int, drop: bool, thr: int, br: int) -> OctopusHeader | None:
+        if not self.cfg.octopus:
+            return None
+        self.msg_id = (self.msg_id + 1) & 0xFFFFFFFF
+        return OctopusHeader(self.stream_id, self.msg_id, True, True, prio, drop, thr, br)
+
+
+@dataclass
+class WiredPathConfig:
+    rtt_ms: float = 40.0  # server <-> gNB round trip (the air interface adds its own delay)
+    bottleneck_bps: float | None = None
+    bottleneck_queue_bytes: int = 1_000_000
+
+
+class WiredPath:
+    """Server -> gNB: an optional FIFO bottleneck, then a fixed one-way delay."""
+
+    def __init__(self, cfg: WiredPathConfig) -> None:
+        self.cfg = cfg
+        self.one_way_us = int(cfg.rtt_ms * 500)
+        self.free_us = 0.0
+        self.lost = 0
+
+    def arrival_us(self, send_us: int, size: int) -> int | None:
+        bps = self.cfg.bottleneck_bps
+        if bps is None:
+            return send_us + self.one_way_us
+        start = max(float(send_us), self.free_us)
+        backlog_bytes = (start - send_us) * bps / 8e6
+        if backlog_bytes > self.cfg.bottleneck_queue_bytes:
+            self.lost += 1
+            return None
+        self.free_us = start + size * 8e6 / bps
+        return int(self.free_us) + self.one_way_us

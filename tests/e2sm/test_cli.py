@@ -1,0 +1,89 @@
+"""``octoric e2sm decode/encode``: JSON out, hex out, one-line errors, non-zero exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from octoric.cli import main
+from octoric.e2sm import e2ap, kpm
+
+pytestmark = pytest.mark.unit
+
+
+def test_decode_hex_and_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    raw = e2ap.encode_e2ap(e2ap.RicSubscriptionDeleteRequest(e2ap.RicRequestId(123, 21), 2))
+    assert main(["e2sm", "decode", "--pdu", "E2AP-PDU", "--hex", raw.hex()]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert js[0] == "initiatingMessage"
+    assert js[1]["value"][0] == "RICsubscriptionDeleteRequest"
+    (tmp_path / "pdu.hex").write_text(raw.hex() + "\n")
+    (tmp_path / "pdu.bin").write_bytes(raw)
+    for f in ("pdu.hex", "pdu.bin"):
+        assert main(["e2sm", "decode", "--pdu", "E2AP-PDU", "--file", str(tmp_path / f)]) == 0
+        assert json.loads(capsys.readouterr().out) == js
+
+
+def test_encode_from_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    raw = kpm.encode_kpm(kpm.action_definition_style4())
+    assert main(["e2sm", "decode", "--pdu", "E2SM-KPM-ActionDefinition", "--hex", raw.hex()]) == 0
+    (tmp_path / "a.json").write_text(capsys.readouterr().out)
+    assert (
+        main(
+            [
+                "e2sm",
+                "encode",
+                "--pdu",
+                "E2SM-KPM-ActionDefinition",
+                "--json",
+                str(tmp_path / "a.json"),
+            ]
+        )
+        == 0
+    )
+    assert capsys.readouterr().out.strip() == raw.hex()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["e2sm", "decode", "--pdu", "E2AP-PDU", "--hex", "zz"],
+        ["e2sm", "decode", "--pdu", "E2AP-PDU", "--hex", "00ff"],
+        ["e2sm", "decode", "--pdu", "Nope", "--hex", "00"],
+        ["e2sm", "decode", "--pdu", "E2AP-PDU", "--file", "/nonexistent/x"],
+        ["e2sm", "encode", "--pdu", "E2SM-KPM-EventTriggerDefinition", "--json", "/nonexistent"],
+    ],
+)
+def test_bad_input_is_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) != 0
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("octoric: error:") and "\n" not in err and "Traceback" not in err
+
+
+def test_bad_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "wrong.json").write_text('{"eventDefinition-formats": ["nope", {}]}')
+    for f in ("bad.json", "wrong.json"):
+        assert (
+            main(
+                [
+                    "e2sm",
+                    "encode",
+                    "--pdu",
+                    "E2SM-KPM-EventTriggerDefinition",
+                    "--json",
+                    str(tmp_path / f),
+                ]
+            )
+            == 1
+        )
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("octoric: error:") and "\n" not in err
+
+
+def test_types(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["e2sm", "types"]) == 0
+    names = capsys.readouterr().out.split()
+    assert "E2AP-PDU" in names and "E2SM-RC-ControlHeader" in names

@@ -1,0 +1,189 @@
+"""A test xApp on unmodified ricxappframe 3.2.2: subscribes through submgr's REST API, counts
+and decodes RIC_INDICATIONs, sends a RIC control request and waits for its ACK, deletes the
+subscription and checks that indications stop. Prints one JSON object per event on stdout.
+
+Usage: probe_xapp.py RMR_PORT HTTP_PORT MEID [--indications N] [--control]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import octoric.ric.rmr  # noqa: F401  (our librmr_si.so, before ricxappframe binds it)
+
+import requests
+from ricxappframe.xapp_frame import RMRXapp, rmr
+
+from octoric.e2sm import e2ap, kpm
+
+EVENTS: list[dict[str, object]] = []
+LOCK = threading.Lock()
+
+
+def emit(**kw: object) -> None:
+    with LOCK:
+        EVENTS.append(kw)
+        print(json.dumps(kw), flush=True)
+
+
+class ResponseHandler(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        emit(event="subscription_response", body=body)
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("rmr_port", type=int)
+    ap.add_argument("http_port", type=int)
+    ap.add_argument("meid")
+    ap.add_argument("--indications", type=int, default=20)
+    ap.add_argument("--control", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="do not delete; run until killed")
+    args = ap.parse_args()
+
+    http = HTTPServer(("127.0.0.1", args.http_port), ResponseHandler)
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    counts = {"ind": 0, "ack": 0}
+
+    def on_indication(xapp: RMRXapp, summary: dict, sbuf: object) -> None:
+        payload = summary[rmr.RMR_MS_PAYLOAD]
+        try:
+            ind = e2ap.decode_e2ap(payload)
+            assert isinstance(ind, e2ap.RicIndication)
+            hdr = kpm.decode_kpm(kpm.KpmIndicationHeader, ind.header)
+            msg = kpm.decode_kpm(kpm.KpmIndicationMessage, ind.message)
+            ok = hdr.unix_time > 0 and msg.format is not None
+            emit(
+                event="indication",
+                sub_id=summary[rmr.RMR_MS_SUB_ID],
+                sn=ind.sn,
+                meid=summary[rmr.RMR_MS_MEID].decode(),
+                decoded=ok,
+                instance=ind.request_id.instance_id,
+            )
+        except Exception as e:  # report, never crash the probe
+            emit(event="indication", decoded=False, error=str(e))
+        counts["ind"] += 1
+        xapp.rmr_free(sbuf)
+
+    def on_ack(xapp: RMRXapp, summary: dict, sbuf: object) -> None:
+        counts["ack"] += 1
+        msg = e2ap.decode_e2ap(summary[rmr.RMR_MS_PAYLOAD])
+        emit(
+            event="control_ack",
+            type=type(msg).__name__,
+            meid=summary[rmr.RMR_MS_MEID].decode(),
+            instance=msg.request_id.instance_id,
+        )  # type: ignore[attr-defined]
+        xapp.rmr_free(sbuf)
+
+    def default(xapp: RMRXapp, summary: dict, sbuf: object) -> None:
+        emit(event="other", mtype=summary[rmr.RMR_MS_MSG_TYPE])
+        xapp.rmr_free(sbuf)
+
+    xapp = RMRXapp(default, rmr_port=args.rmr_port, use_fake_sdl=False)
+    xapp.register_callback(on_indication, 12050)
+    xapp.register_callback(on_ack, 12041)
+    xapp.run(thread=True)
+    emit(event="started")
+
+    # the subscription (KPM style 4 action, report period 10 ms), CamelCase as submgr expects
+    trigger = kpm.encode_kpm(kpm.KpmEventTrigger(10))
+    action = kpm.encode_kpm(kpm.action_definition_style4(["DRB.UEThpDl"], granularity_ms=1))
+    body = {
+        "ClientEndpoint": {
+            "Host": "127.0.0.1",
+            "HTTPPort": args.http_port,
+            "RMRPort": args.rmr_port,
+        },
+        "Meid": args.meid,
+        "RANFunctionID": 2,
+        "E2SubscriptionDirectives": {
+            "E2TimeoutTimerValue": 2,
+            "E2RetryCount": 2,
+            "RMRRoutingNeeded": True,
+        },
+        "SubscriptionDetails": [
+            {
+                "XappEventInstanceId": 12345,
+                "EventTriggers": list(trigger),
+                "ActionToBeSetupList": [
+                    {
+                        "ActionID": 1,
+                        "ActionType": "report",
+                        "ActionDefinition": list(action),
+                        "SubsequentAction": {
+                            "SubsequentActionType": "continue",
+                            "TimeToWait": "zero",
+                        },
+                    }
+                ],
+            }
+        ],
+    }
+    url = __import__("os").environ["SUBMGR_URL"]
+    r = requests.post(url, json=body, timeout=5)
+    emit(event="posted", status=r.status_code, body=r.json())
+    sid = r.json()["SubscriptionId"]
+
+    deadline = time.time() + 30
+    while counts["ind"] < args.indications and time.time() < deadline:
+        time.sleep(0.05)
+    emit(event="received", count=counts["ind"])
+
+    if args.control:
+        from octoric.e2sm import rc
+        from octoric.e2sm.common import Guami, UeId
+        from octoric.e2sm.e2ap_ies import RicRequestId
+
+        ue = UeId.gnb(7, Guami(bytes.fromhex("00f110"), 1, 1, 0))
+        header, message = rc.octopus_control(ue, rc.OctopusAdaptation(drb_id=1))
+        req = e2ap.RicControlRequest(RicRequestId(777, 42), 3, header, message, ack_request="ack")
+        payload = e2ap.encode_e2ap(req)
+        sbuf = rmr.rmr_alloc_msg(
+            xapp._mrc,
+            len(payload),
+            payload=payload,
+            mtype=12040,
+            meid=args.meid.encode(),
+            gen_transaction_id=True,
+        )
+        for _ in range(20):
+            sbuf = rmr.rmr_send_msg(xapp._mrc, sbuf)
+            if sbuf.contents.state == 0:
+                break
+            time.sleep(0.1)
+        emit(event="control_sent", state=sbuf.contents.state)
+        rmr.rmr_free_msg(sbuf)
+        deadline = time.time() + 10
+        while counts["ack"] == 0 and time.time() < deadline:
+            time.sleep(0.05)
+
+    if args.keep:
+        while True:
+            time.sleep(1)
+    r = requests.delete(f"{url}/{sid}", timeout=5)
+    emit(event="deleted", status=r.status_code)
+    time.sleep(0.5)  # indications already in flight may still arrive
+    before = counts["ind"]
+    time.sleep(1.5)
+    emit(event="after_delete", new=counts["ind"] - before)
+    sys.stdout.flush()
+    import os
+
+    os._exit(0)  # RMRXapp.stop() takes ~15 s; the probe's work is done
+
+
+if __name__ == "__main__":
+    sys.exit(main())

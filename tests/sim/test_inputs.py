@@ -1,0 +1,103 @@
+"""Acceptance 8: bad scenario and trace files name the file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from octoric.cli import main
+from octoric.sim.errors import ScenarioError, TraceError
+from octoric.sim.scenario import load
+from octoric.sim.traces import read_cqi_csv, read_mahimahi
+
+pytestmark = pytest.mark.unit
+
+
+def test_mahimahi_bad_line(tmp_path: Path) -> None:
+    p = tmp_path / "bad.down"
+    p.write_text("1\n2\nthree\n4\n")
+    with pytest.raises(TraceError, match=rf"{p}:3: .*integer"):
+        read_mahimahi(p)
+
+
+def test_mahimahi_decreasing_and_empty(tmp_path: Path) -> None:
+    p = tmp_path / "dec.down"
+    p.write_text("5\n7\n6\n")
+    with pytest.raises(TraceError, match=rf"{p}:3: "):
+        read_mahimahi(p)
+    e = tmp_path / "empty.down"
+    e.write_text("\n")
+    with pytest.raises(TraceError, match="empty"):
+        read_mahimahi(e)
+    with pytest.raises(TraceError, match="cannot read"):
+        read_mahimahi(tmp_path / "missing.down")
+
+
+def test_cqi_csv_errors(tmp_path: Path) -> None:
+    p = tmp_path / "c.csv"
+    p.write_text("Timestamp,CQI\n1,12\n2,-\n3,19\n")
+    with pytest.raises(TraceError, match=rf"{p}:4: CQI must be in 0..15"):
+        read_cqi_csv(p)
+    p.write_text("Timestamp,RSRP\n1,-90\n")
+    with pytest.raises(TraceError, match=rf"{p}:1: no 'CQI' column"):
+        read_cqi_csv(p)
+    p.write_text("Timestamp,CQI\n1,-\n2,9\n3,-\n")
+    assert read_cqi_csv(p).cqi.tolist() == [9, 9, 9]
+
+
+def test_scenario_unknown_key_names_line(tmp_path: Path) -> None:
+    p = tmp_path / "s.yaml"
+    p.write_text("duration_s: 5\nran:\n  n_prb: 51\n  schedular: rr\n")
+    with pytest.raises(ScenarioError, match=rf"{p}:4 \(ran.schedular\): unknown key"):
+        load(str(p))
+
+
+def test_scenario_bad_type_in_list_names_line(tmp_path: Path) -> None:
+    p = tmp_path / "s.yaml"
+    p.write_text("ues:\n  - count: 2\n    channel:\n      kind: fading\n      mean_snr_db: high\n")
+    with pytest.raises(ScenarioError, match=rf"{p}:5 .*expected a number"):
+        load(str(p))
+
+
+def test_scenario_yaml_syntax_error(tmp_path: Path) -> None:
+    p = tmp_path / "s.yaml"
+    p.write_text("duration_s: 5\nran: [1, 2\n")
+    with pytest.raises(ScenarioError, match=rf"{p}:\d+: invalid YAML"):
+        load(str(p))
+
+
+def test_scenario_semantic_error_names_line(tmp_path: Path) -> None:
+    p = tmp_path / "s.yaml"
+    p.write_text("ran:\n  slot_ms: 0.25\n")
+    with pytest.raises(ScenarioError, match=rf"{p}:2 \(ran.slot_ms\)"):
+        load(str(p))
+
+
+def test_cli_reports_bad_trace_without_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    p = tmp_path / "bad.down"
+    p.write_text("1\nx\n")
+    rc = main(["sim", "run", "--scenario", f"trace:{p}", "--duration", "1", "--quiet"])
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert f"{p}:2:" in err and "Traceback" not in err
+
+
+def test_cli_live_mode_explains(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "run", "--live"]) == 1
+    assert "issue #5" in capsys.readouterr().err
+
+
+def test_full_yaml_scenario_runs(tmp_path: Path) -> None:
+    p = tmp_path / "two.yaml"
+    p.write_text(
+        "name: two\nduration_s: 3\nran: {cells: 2, n_prb: 51, scheduler: rr, tdd: DDDSU}\n"
+        "ues:\n  - count: 2\n    cell: 1\n"
+        "    channel: {kind: pulse, high_mbps: 8, low_mbps: 2, switch_s: 1}\n"
+        "    flows: [{traffic: video, scheme: fixed, rate_mbps: 1.0}]\n"
+        "  - channel: {kind: constant, rate_mbps: 20}\n    flows: [{traffic: backlogged}]\n"
+    )
+    out = tmp_path / "o.json"
+    assert main(["sim", "run", "--scenario", str(p), "--json", str(out), "--quiet"]) == 0

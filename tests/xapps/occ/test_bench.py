@@ -1,0 +1,24 @@
+"""The OCC engine's benchmark entry points run and report sane figures."""
+
+from __future__ import annotations
+
+import pytest
+
+from octoric.xapps.occ import bench, kernel
+
+pytestmark = pytest.mark.unit
+
+
+def test_bench_engine_reports_ue_samples_per_s() -> None:
+    out = bench.bench_engine(quick=True)
+    assert set(out) == {"ue_samples_per_s"}
+    assert out["ue_samples_per_s"] > 0
+
+
+def test_benchmarks_quick_row() -> None:
+    (b,) = bench.BENCHMARKS
+    (row,) = b.run(True)
+    assert row.unit == "UE-samples/s" and row.value > 0
+    assert row.baseline_value is not None and row.baseline_value > 0
+    if kernel.compiled():  # without numba the kernel is plain Python, as slow as the reference
+        assert row.ratio is not None and row.ratio > 1.0

@@ -1,0 +1,125 @@
+"""KPM measurement names the engine reads (ARCHITECTURE.md's table) and the checks that turn
+one indication's columns into the engine's input block, or reject it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from octoric.xapps.occ.errors import OccInputError
+from octoric.xapps.occ.kernel import rows_ok
+
+PRB_USED = "RRU.PrbUsedDl"  # UE: PRBs allocated, average per DL slot (P_alloc)
+PRB_AVAIL = "RRU.PrbAvailDl"  # cell: idle PRBs, average per DL slot (P_idle)
+ACTIVE_UES = "OCC.ActiveUesDl"  # cell: UEs with DL data or a grant (N_user)
+BITS_PER_PRB = "OCC.BitsPerPrbDl"  # UE: bits per PRB per slot at the latest MCS (R_mcs)
+BUFFER_BYTES = "OCC.DlBufferBytes"  # UE: RLC DL buffer at the end of the granule
+ARRIVED_BYTES = "OCC.DlArrivedBytes"  # UE: bytes that arrived in the granule
+PRB_TOTAL = "OCC.PrbTotalDl"  # optional, cell: PRBs of the carrier (P_total); else config
+
+REQUIRED: tuple[str, ...] = (
+    PRB_USED,
+    PRB_AVAIL,
+    ACTIVE_UES,
+    BITS_PER_PRB,
+    BUFFER_BYTES,
+    ARRIVED_BYTES,
+)
+# Row order of the block handed to the kernel.
+BLOCK_ROWS: tuple[str, ...] = (*REQUIRED, PRB_TOTAL)
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+def ue_id_array(ue_ids: object) -> IntArray:
+    """The batch's UE ids as a 1-D int64 array (rejects floats and negatives)."""
+    arr = np.asarray(ue_ids)
+    if arr.ndim != 1:
+        raise OccInputError("shape", f"ue_ids must be 1-D, got shape {arr.shape}")
+    if arr.size and arr.dtype.kind not in "iu":
+        raise OccInputError("ue_ids", f"ue_ids must be integers, got dtype {arr.dtype}")
+    ids = arr.astype(np.int64, copy=False)
+    if ids.size and int(ids.min()) < 0:
+        raise OccInputError("ue_ids", "ue_ids must be >= 0")
+    return ids
+
+
+def check_unique(ids: IntArray) -> None:
+    """Reject a batch that names a UE twice."""
+    if ids.size > 1 and np.unique(ids).size != ids.size:
+        raise OccInputError("ue_ids", "duplicate ue_ids in one batch")
+
+
+def build_block(
+    ue_ids: IntArray, metrics: Mapping[str, object], prb_total_default: float
+) -> FloatArray:
+    """Stack the metrics into one C-contiguous (len(BLOCK_ROWS), n_ue, n_granule) float64
+    block. Raises ``OccInputError`` for a missing metric, a wrong shape, or a NaN/inf/negative
+    value (naming the UEs whose rows are bad)."""
+    n_ue = ue_ids.shape[0]
+    missing = [m for m in REQUIRED if m not in metrics]
+    if missing:
+        raise OccInputError("missing_metric", f"missing metrics {missing}")
+    first = np.asarray(metrics[PRB_USED])
+    if first.ndim != 2 or first.shape[0] != n_ue or first.shape[1] < 1:
+        raise OccInputError(
+            "shape", f"{PRB_USED} must have shape (n_ue={n_ue}, n_granule>=1), got {first.shape}"
+        )
+    shape = first.shape
+    cols: list[npt.NDArray[Any]] = []
+    for name in BLOCK_ROWS:
+        if name == PRB_TOTAL and name not in metrics:
+            cols.append(np.full(shape, prb_total_default))
+            continue
+        a = np.asarray(metrics[name])
+        if a.shape != shape:
+            raise OccInputError("shape", f"{name} has shape {a.shape}, expected {shape}")
+        if a.dtype.kind not in "iuf":
+            raise OccInputError("dtype", f"{name} must be numeric, got dtype {a.dtype}")
+        cols.append(a)
+    try:
+        block = np.stack(cols).astype(np.float64, copy=False)
+    except (TypeError, ValueError) as e:  # pragma: no cover - guarded by the checks above
+        raise OccInputError("dtype", str(e)) from None
+    block = np.ascontiguousarray(block)
+    ok = rows_ok(block)
+    if not ok.all():
+        bad = ue_ids[~ok]
+        reason = "nan" if not np.isfinite(block).all() else "negative"
+        raise OccInputError(
+            reason,
+            f"{bad.size} UE row(s) with NaN/inf or negative values (first: {int(bad[0])})",
+            bad.tolist(),
+        )
+    return block
+
+
+def granules_from_slots(
+    slot_metrics: Mapping[str, npt.NDArray[Any]], slots_per_granule: int
+) -> dict[str, FloatArray]:
+    """Fold per-slot columns (n_ue, n_slot) into 1 ms granules (n_ue, n_slot / k) the way a
+    gNB reports them: PRB counts averaged per slot, R_mcs and the buffer from the granule's
+    last slot, arrivals summed, N_user the most seen in any slot. For slot-level sources
+    (the simulator at 30 kHz SCS: ``slots_per_granule=2``, with ``dl_slots_per_ms=2``)."""
+    k = int(slots_per_granule)
+    out: dict[str, FloatArray] = {}
+    for name, a in slot_metrics.items():
+        arr = np.asarray(a, dtype=np.float64)
+        if k < 1 or arr.ndim != 2 or arr.shape[1] % k:
+            raise OccInputError(
+                "granularity", f"{name}: {arr.shape} slots do not fold into granules of {k}"
+            )
+        r = arr.reshape(arr.shape[0], arr.shape[1] // k, k)
+        if name in (BITS_PER_PRB, BUFFER_BYTES):
+            out[name] = r[:, :, -1].copy()
+        elif name == ARRIVED_BYTES:
+            out[name] = r.sum(axis=2)
+        elif name == ACTIVE_UES:
+            out[name] = r.max(axis=2)
+        else:
+            out[name] = r.mean(axis=2)
+    return out
