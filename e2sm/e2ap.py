@@ -884,7 +884,7 @@ def from_asn(value: Any) -> E2apMessage:
         inner = body["value"]
     except Exception:
         raise E2smDecodeError("E2AP-PDU", "not an E2AP-PDU value") from None
-    if not isinstance(inner, tuple):
+    if not isinstance(inner, tuple) or str(inner[0]).startswith("_unk"):
         raise E2smDecodeError(
             "E2AP-PDU", f"procedure code {proc} is not supported", f"E2AP-PDU.{outcome}.value"
         )

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from octoric.e2sm import codec
+from octoric.e2sm import codec, e2ap
 from octoric.e2sm.common import Guami, UeId
 from octoric.e2sm.errors import E2smDecodeError
 from octoric.e2sm.indication import GenericDecoder, UeSeries
@@ -182,7 +182,10 @@ class FastFormat3Decoder:
             raise _Fallback
         c.align()
         n_ue = c.bits(16) + 1
-        return [self._ue_report(c) for _ in range(n_ue)]
+        out = [self._ue_report(c) for _ in range(n_ue)]
+        if (c.pos + 7) >> 3 != len(content):
+            raise _Fallback  # the open type holds more than the value: the generic path decides
+        return out
 
     def _ue_report(self, r: _Reader) -> UeSeries:
         if r.bits(1):  # UEMeasurementReportItem extension
@@ -234,40 +237,56 @@ class FastFormat3Decoder:
         n_rec = r.bits(16) + 1
         rows: list[list[float]] = []
         data = r.data
+        dlen = len(data)
         nan = math.nan
         for _ in range(n_rec):
             if r.bits(2):  # item extension / incompleteFlag: rare, generic path
                 raise _Fallback
             n_val = r.length()
             row = [nan] * n_val
+            pos = r.pos
             for j in range(n_val):
+                b = pos >> 3
+                if not pos & 7:
+                    # the usual case: an integer item starting on an octet boundary is one
+                    # header octet (ext bit, 2-bit index, 2-bit length, padding) + the octets
+                    if b >= dlen:
+                        raise _Fallback
+                    h = data[b]
+                    if not h & 0xE0:
+                        end = b + 2 + ((h >> 3) & 3)
+                        if end > dlen:
+                            raise _Fallback
+                        row[j] = int.from_bytes(data[b + 1 : end], "big")
+                        pos = end << 3
+                        continue
                 # CHOICE ext bit + 2-bit index, then for integer a 2-bit length
-                p = r.pos
-                b = p >> 3
-                if b + 1 >= len(data):
+                if b + 1 >= dlen:
                     raise _Fallback
-                five = (((data[b] << 8) | data[b + 1]) >> (11 - (p & 7))) & 0x1F
+                five = (((data[b] << 8) | data[b + 1]) >> (11 - (pos & 7))) & 0x1F
                 kind = five >> 2
                 if kind == 0:  # integer: length (1..4 octets), aligned octets
-                    nbytes = (five & 3) + 1
-                    start = (p + 5 + 7) >> 3
-                    end = start + nbytes
-                    if end > len(data):
+                    start = (pos + 12) >> 3
+                    end = start + (five & 3) + 1
+                    if end > dlen:
                         raise _Fallback
-                    row[j] = float(int.from_bytes(data[start:end], "big"))
-                    r.pos = end << 3
+                    row[j] = int.from_bytes(data[start:end], "big")
+                    pos = end << 3
                 elif kind == 1:  # real
-                    r.pos = p + 3
+                    r.pos = pos + 3
                     row[j] = _real(r.octets(r.length()))
+                    pos = r.pos
                 elif kind == 2:  # noValue
-                    r.pos = p + 3
+                    pos += 3
                 elif kind >= 4:  # extension alternative: notSatisfied is index 0
-                    r.pos = p + 1
+                    r.pos = pos + 1
                     if r.bits(7) != 0:
                         raise _Fallback
                     _open_type_content(r)
+                    pos = r.pos
                 else:
                     raise _Fallback
+            r.pos = pos
             rows.append(row)
         metrics: list[str]
         if head & 0b010:
@@ -302,6 +321,8 @@ class FastFormat3Decoder:
                     if not set(raw) <= _PRINTABLE or ln > 150:
                         raise _Fallback
                     name = raw.decode("ascii")
+                    if len(self._names) >= 4096:  # bounded: names come from the peer
+                        self._names.clear()
                     self._names[raw] = name
             else:  # measID INTEGER (1..65536, ...)
                 if r.bits(1):
@@ -317,3 +338,93 @@ class FastFormat3Decoder:
                 raise _Fallback
             names.append(name)
         return names
+
+
+# --- the E2AP envelope of a RIC indication ---------------------------------------------------
+
+_CRITICALITY = ("reject", "ignore", "notify")
+
+
+def _octet_string(content: bytes) -> bytes:
+    """An unconstrained OCTET STRING that fills an open type exactly."""
+    r = _Reader(content)
+    value = _open_type_content(r)  # same length / fragment scheme as an open type
+    if (r.pos + 7) >> 3 != len(content):
+        raise _Fallback
+    return value
+
+
+def _fixed_uint(content: bytes, nbytes: int, limit: int) -> int:
+    if len(content) != nbytes:
+        raise _Fallback
+    v = int.from_bytes(content, "big")
+    if v > limit:
+        raise _Fallback
+    return v
+
+
+def _fast_ric_indication(data: bytes) -> e2ap.RicIndication:
+    r = _Reader(data)
+    if r.bits(3) != 0:  # E2AP-PDU: ext bit, initiatingMessage
+        raise _Fallback
+    if r.octets(1)[0] != e2ap.PROC_RIC_INDICATION:
+        raise _Fallback
+    crit = r.bits(2)
+    if crit > 2:
+        raise _Fallback
+    content = _open_type_content(r)
+    if (r.pos + 7) >> 3 != len(data):
+        raise _Fallback
+    c = _Reader(content)
+    if c.bits(1):  # RICindication extension
+        raise _Fallback
+    n = c.uint(2)
+    found: dict[int, bytes] = {}
+    order: list[tuple[int, str]] = []
+    for _ in range(n):
+        ie_id = c.uint(2)
+        ie_crit = c.bits(2)
+        if ie_crit > 2:
+            raise _Fallback
+        value = _open_type_content(c)
+        if ie_id not in found:
+            found[ie_id] = value
+            order.append((ie_id, _CRITICALITY[ie_crit]))
+    if (c.pos + 7) >> 3 != len(content):
+        raise _Fallback
+    for mandatory in (29, 5, 15, 28, 25, 26):
+        if mandatory not in found:
+            raise _Fallback
+    rid = found[29]
+    if len(rid) != 5 or rid[0] != 0:  # RICrequestID: ext bit 0 + padding, 2 x 2 octets
+        raise _Fallback
+    ind_type = found[28]
+    if len(ind_type) != 1 or ind_type[0] & 0xBF:  # ext bit 0, one value bit, zero padding
+        raise _Fallback
+    msg = e2ap.RicIndication(
+        e2ap.RicRequestId(int.from_bytes(rid[1:3], "big"), int.from_bytes(rid[3:5], "big")),
+        _fixed_uint(found[5], 2, 4095),
+        _fixed_uint(found[15], 1, 255),
+        _octet_string(found[25]),
+        _octet_string(found[26]),
+        "insert" if ind_type[0] & 0x40 else "report",
+        _fixed_uint(found[27], 2, 65535) if 27 in found else None,
+        _octet_string(found[20]) if 20 in found else None,
+    )
+    msg.wire = e2ap.WireDetails(_CRITICALITY[crit], tuple(order))
+    return msg
+
+
+def decode_ric_indication(data: bytes) -> e2ap.RicIndication:
+    """``e2ap.decode_e2ap`` for RIC indications, reading the E2AP envelope directly (the
+    xApps' hot path). Anything unusual goes to the generic decoder, which also reports
+    errors; a PDU that is not a RIC indication raises ``E2smDecodeError``."""
+    if isinstance(data, bytes | bytearray) and len(data) <= codec.MAX_PDU_BYTES:
+        try:
+            return _fast_ric_indication(bytes(data))
+        except (_Fallback, IndexError, ValueError):
+            pass
+    msg = e2ap.decode_e2ap(data)
+    if not isinstance(msg, e2ap.RicIndication):
+        raise E2smDecodeError("E2AP-PDU", f"expected a RICindication, got {type(msg).__name__}")
+    return msg

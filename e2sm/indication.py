@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +20,9 @@ from octoric.e2sm import codec
 from octoric.e2sm.common import UeId, ntp_to_unix
 from octoric.e2sm.errors import E2smDecodeError
 from octoric.e2sm.kpm import real_from_asn
+
+if TYPE_CHECKING:
+    from octoric.e2sm.e2ap import RicIndication
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -188,3 +191,14 @@ def parse_indication(
         decoder = _DEFAULT
     start = collect_start_of(header)
     return columns_from_series(decoder.decode_message(message), start, granularity_ms)
+
+
+def parse_ric_indication(
+    pdu: bytes, decoder: IndicationDecoder | None = None, granularity_ms: int | None = None
+) -> tuple[RicIndication, KpmColumns]:
+    """(RicIndication, columns) of an E2AP RIC indication PDU carrying KPM (the xApp hot path:
+    the E2AP envelope is read by ``fastpath.decode_ric_indication``)."""
+    from octoric.e2sm.fastpath import decode_ric_indication
+
+    ind = decode_ric_indication(pdu)
+    return ind, parse_indication(ind.header, ind.message, decoder, granularity_ms)

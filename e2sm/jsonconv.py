@@ -12,6 +12,7 @@ The walkers follow pycrate's object tree, so every conversion is schema-driven.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from pycrate_asn1rt.asnobj import ASN1Obj
@@ -79,8 +80,14 @@ def _function_of_ies(ies: Any) -> int | None:
     return None
 
 
-def value_to_json(obj: ASN1Obj, val: Any, ran_function: int | None = None) -> Json:
-    """JSON form of pycrate value ``val`` of the ASN.1 type ``obj``."""
+def value_to_json(
+    obj: ASN1Obj, val: Any, ran_function: int | None = None, deadline: float | None = None
+) -> Json:
+    """JSON form of pycrate value ``val`` of the ASN.1 type ``obj``. Nested E2SM payloads are
+    decoded within ``deadline`` (time.monotonic()), default: one codec time limit from now,
+    so a PDU full of payloads stays bounded as a whole."""
+    if deadline is None:
+        deadline = time.monotonic() + codec.DECODE_TIME_LIMIT_S
     t = obj.TYPE
     if t in _CONSTRUCTED_SEQ:
         if "ranFunctionOID" in val:
@@ -92,29 +99,37 @@ def value_to_json(obj: ASN1Obj, val: Any, ran_function: int | None = None) -> Js
         out = {}
         for k, v in val.items():
             comp = obj._cont[k] if k in obj._cont else None  # noqa: SIM401 (ASN1Dict has no get)
-            out[k] = value_to_json(comp, v, ran_function) if comp is not None else _opaque(v)
+            out[k] = (
+                value_to_json(comp, v, ran_function, deadline) if comp is not None else _opaque(v)
+            )
         return out
     if t == "CHOICE":
         name, v = val
         comp = obj._cont[name] if name in obj._cont else None  # noqa: SIM401
-        return [name, value_to_json(comp, v, ran_function) if comp is not None else _opaque(v)]
+        return [
+            name,
+            value_to_json(comp, v, ran_function, deadline) if comp is not None else _opaque(v),
+        ]
     if t in _CONSTRUCTED_OF:
         if obj._name == "protocolIEs" or _semantic_name(obj) == "ProtocolIE-Container":
             ran_function = _function_of_ies(val) or ran_function
-        return [value_to_json(obj._cont, v, ran_function) for v in val]
+        return [value_to_json(obj._cont, v, ran_function, deadline) for v in val]
     if t == "OPEN_TYPE":
         if isinstance(val, tuple) and len(val) == 2 and val[0] in codec.E2AP_TYPES:
             inner = codec.E2AP_TYPES[val[0]]
-            return [val[0], value_to_json(inner, val[1], ran_function)]
+            return [val[0], value_to_json(inner, val[1], ran_function, deadline)]
+        if isinstance(val, tuple) and len(val) == 2 and isinstance(val[1], bytes | bytearray):
+            return bytes(val[1]).hex()  # a value of a procedure / IE octoric does not know
         return _opaque(val)
     if t == "OCTET STRING":
         e2sm = _E2SM_PAYLOADS.get(ran_function or -1, {}).get(_semantic_name(obj))
         if e2sm is not None and val:
             try:
-                inner_val = codec.decode(e2sm, val)
+                remaining = max(0.0, deadline - time.monotonic())
+                inner_val = codec.decode(e2sm, val, time_limit_s=remaining)
             except E2smDecodeError:
                 return val.hex()  # not what the function ID promised: show the bytes
-            return [e2sm, value_to_json(codec.asn1_type(e2sm), inner_val)]
+            return [e2sm, value_to_json(codec.asn1_type(e2sm), inner_val, None, deadline)]
         return val.hex()
     if t == "BIT STRING":
         return [_bits_hex(val[0], val[1]), val[1]]
@@ -155,8 +170,10 @@ def json_to_value(obj: ASN1Obj, js: Json, path: str = "") -> Any:
             raise TypeError(f"{here}: expected a list")
         return [json_to_value(obj._cont, v, f"{here}[{i}]") for i, v in enumerate(js)]
     if t == "OPEN_TYPE":
+        if isinstance(js, str):  # an unknown procedure's / IE's value, kept as bytes
+            return ("_unk_000", bytes.fromhex(js))
         if not (isinstance(js, list) and len(js) == 2 and js[0] in codec.E2AP_TYPES):
-            raise TypeError(f"{here}: expected [IE type name, value]")
+            raise TypeError(f"{here}: expected [IE type name, value] or hex")
         return (js[0], json_to_value(codec.E2AP_TYPES[js[0]], js[1], f"{here}<{js[0]}>"))
     if t == "OCTET STRING":
         if isinstance(js, list) and len(js) == 2 and js[0] in codec.TYPES:

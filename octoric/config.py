@@ -7,14 +7,13 @@ name the file and line (or the override), never silently ignored.
 from __future__ import annotations
 
 import dataclasses
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal
 
 import yaml
 
+from octoric import typed
 from octoric.errors import ConfigError
 
 
@@ -77,76 +76,6 @@ class RunConfig:
         return dataclasses.asdict(self)
 
 
-T = typing.TypeVar("T")
-
-
-def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
-
-
-def _coerce(value: Any, tp: Any, where: str) -> Any:
-    """Check ``value`` against the annotation ``tp``; build nested dataclasses."""
-    origin = get_origin(tp)
-    if origin in (Union, types.UnionType):
-        errors = []
-        for alt in get_args(tp):
-            try:
-                return _coerce(value, alt, where)
-            except ConfigError as e:
-                errors.append(str(e))
-        raise ConfigError(f"expected {_type_name(tp)}, got {value!r}", where)
-    if tp is type(None):
-        if value is None:
-            return None
-        raise ConfigError(f"expected null, got {value!r}", where)
-    if origin is Literal:
-        if value in get_args(tp):
-            return value
-        choices = ", ".join(repr(a) for a in get_args(tp))
-        raise ConfigError(f"expected one of {choices}, got {value!r}", where)
-    if origin is list:
-        if not isinstance(value, list):
-            raise ConfigError(f"expected a list, got {value!r}", where)
-        (item_tp,) = get_args(tp)
-        return [_coerce(v, item_tp, f"{where}[{i}]") for i, v in enumerate(value)]
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        if not isinstance(value, dict):
-            raise ConfigError(f"expected a mapping for {tp.__name__}, got {value!r}", where)
-        return _build(tp, value, where)
-    if tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        raise ConfigError(f"expected a number, got {value!r}", where)
-    if tp in (int, str, bool):
-        if isinstance(value, tp) and not (tp is int and isinstance(value, bool)):
-            return value
-        raise ConfigError(f"expected {tp.__name__}, got {value!r}", where)
-    raise ConfigError(f"unsupported config type {tp!r}", where)  # a bug in this module
-
-
-def _build(cls: type[T], data: dict[str, Any], where: str) -> T:
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    kwargs: dict[str, Any] = {}
-    for key, value in data.items():
-        path = f"{where}.{key}" if where else str(key)
-        if key not in names:
-            raise ConfigError(f"unknown key (known: {', '.join(sorted(names))})", path)
-        kwargs[key] = _coerce(value, hints[key], path)
-    return cls(**kwargs)
-
-
-def _key_lines(node: yaml.Node, prefix: str = "") -> dict[str, int]:
-    """Map 'a.b.c' key paths of a composed YAML document to 1-based line numbers."""
-    lines: dict[str, int] = {}
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            path = f"{prefix}.{k.value}" if prefix else str(k.value)
-            lines[path] = k.start_mark.line + 1
-            lines.update(_key_lines(v, path))
-    return lines
-
-
 def parse_override(text: str) -> tuple[list[str], Any]:
     """``ric.e2_port=36422`` -> (['ric', 'e2_port'], 36422). Values are YAML scalars."""
     if "=" not in text:
@@ -185,7 +114,7 @@ def load(path: str | Path | None = None, overrides: list[str] | None = None) -> 
         if not isinstance(loaded, dict):
             raise ConfigError("the top level must be a mapping", f"{source}:1")
         data = loaded
-        lines = _key_lines(node) if node is not None else {}
+        lines = typed.key_lines(node)
     for ov in overrides or []:
         keys, value = parse_override(ov)
         cur = data
@@ -196,7 +125,7 @@ def load(path: str | Path | None = None, overrides: list[str] | None = None) -> 
             cur = nxt
         cur[keys[-1]] = value
     try:
-        return _build(RunConfig, data, "")
+        return typed.build(RunConfig, data, "", ConfigError)
     except ConfigError as e:
         # Point at the file line when the failing key came from the file.
         if e.where and e.where.split("[")[0] in lines:

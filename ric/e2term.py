@@ -39,15 +39,15 @@ log = logging.getLogger("ric.e2term")
 
 # (kind, procedure) of PDUs from a node -> RMR type they go out as, to submgr by route
 _TO_SUBMGR = {
-    (env.SUCCESSFUL, env.PROC_RIC_SUBSCRIPTION): mt.RIC_SUB_RESP,
-    (env.UNSUCCESSFUL, env.PROC_RIC_SUBSCRIPTION): mt.RIC_SUB_FAILURE,
-    (env.SUCCESSFUL, env.PROC_RIC_SUBSCRIPTION_DELETE): mt.RIC_SUB_DEL_RESP,
-    (env.UNSUCCESSFUL, env.PROC_RIC_SUBSCRIPTION_DELETE): mt.RIC_SUB_DEL_FAILURE,
-    (env.INITIATING, env.PROC_RIC_SUBSCRIPTION_DELETE_REQUIRED): mt.RIC_SUB_DEL_REQUIRED,
+    (env.SUCCESSFUL, e2ap.PROC_RIC_SUBSCRIPTION): mt.RIC_SUB_RESP,
+    (env.UNSUCCESSFUL, e2ap.PROC_RIC_SUBSCRIPTION): mt.RIC_SUB_FAILURE,
+    (env.SUCCESSFUL, e2ap.PROC_RIC_SUBSCRIPTION_DELETE): mt.RIC_SUB_DEL_RESP,
+    (env.UNSUCCESSFUL, e2ap.PROC_RIC_SUBSCRIPTION_DELETE): mt.RIC_SUB_DEL_FAILURE,
+    (env.INITIATING, e2ap.PROC_RIC_SUBSCRIPTION_DELETE_REQUIRED): mt.RIC_SUB_DEL_REQUIRED,
 }
 _CONTROL_ANSWERS = {
-    (env.SUCCESSFUL, env.PROC_RIC_CONTROL): mt.RIC_CONTROL_ACK,
-    (env.UNSUCCESSFUL, env.PROC_RIC_CONTROL): mt.RIC_CONTROL_FAILURE,
+    (env.SUCCESSFUL, e2ap.PROC_RIC_CONTROL): mt.RIC_CONTROL_ACK,
+    (env.UNSUCCESSFUL, e2ap.PROC_RIC_CONTROL): mt.RIC_CONTROL_FAILURE,
 }
 CONTROL_HOLD_S = 10.0  # how long a control request waits for the node's answer
 
@@ -204,7 +204,7 @@ class E2term:
             await self._error_indication(s.conn, Cause("protocol", "transfer-syntax-error"))
             return
         key = (e.kind, e.procedure)
-        if key == (env.INITIATING, env.PROC_RIC_INDICATION):
+        if key == (env.INITIATING, e2ap.PROC_RIC_INDICATION):
             rid = e.request_id()
             if rid is None:
                 self.stats.errors["indication_without_request_id"] += 1

@@ -514,6 +514,7 @@ class Engine:
         harq = self.sc.ran.harq_bler
         harq_rtt_us = int(self.sc.ran.harq_rtt_ms * 1000)
         harq_max = self.sc.ran.harq_max_tx
+        harq_slots = max(1, round(harq_rtt_us / slot_us))
         rng = self.harq_rng
         s = self.slot
         if self.block_start < 0:
@@ -540,26 +541,38 @@ class Engine:
                     if not c.ues:
                         continue
                     nprb = c.n_prb if fac == 1.0 else int(c.n_prb * fac)
+                    if c.harq_reserved:
+                        nprb = max(0, nprb - c.harq_reserved.pop(s, 0))
                     served = c.schedule(s, off, nprb, t)
                     for u in served:
                         q = u.queue
-                        u.delivered_bytes += u.slot_bytes
-                        if q.delivered:
-                            if harq > 0.0 and rng.random() < harq:
-                                ntx = 2
-                                while ntx <= harq_max and rng.random() < harq:
-                                    ntx += 1
-                                for p in q.delivered:
-                                    if ntx > harq_max:
-                                        flows[p.flow].harq_lost_pkts += 1
-                                    else:
-                                        self._push(t_end + (ntx - 1) * harq_rtt_us, EV_DELIVER, p)
-                            else:
+                        if harq > 0.0 and rng.random() < harq:
+                            # The TB failed: retransmissions every HARQ RTT on the same PRBs
+                            # until one succeeds or harq_max_tx is reached (then RLC UM loses it).
+                            ntx = 2
+                            while ntx <= harq_max and rng.random() < harq:
+                                ntx += 1
+                            res = c.harq_reserved
+                            for k in range(1, min(ntx - 1, harq_max - 1) + 1):
+                                key = s + k * harq_slots
+                                res[key] = res.get(key, 0) + u.prb_used
+                            lost = ntx > harq_max
+                            if not lost:
+                                u.delivered_bytes += u.slot_bytes
+                            for p in q.delivered:
+                                if lost:
+                                    flows[p.flow].harq_lost_pkts += 1
+                                else:
+                                    self._push(t_end + (ntx - 1) * harq_rtt_us, EV_DELIVER, p)
+                            q.delivered.clear()
+                        else:
+                            u.delivered_bytes += u.slot_bytes
+                            if q.delivered:
                                 for p in q.delivered:
                                     r = flows[p.flow].receiver
                                     if r is not None:
                                         r.on_packet(p, t_end)
-                            q.delivered.clear()
+                                q.delivered.clear()
                         if q.dropped:
                             for p in q.dropped:
                                 flows[p.flow].dropped_pkts += 1
@@ -594,6 +607,10 @@ class Engine:
                 if nxt > s:
                     if self.recorder is not None:
                         self._record(s, nxt, False)
+                    for c in cells:  # retransmission slots skipped over: nobody needed them
+                        if c.harq_reserved:
+                            for k in [k for k in c.harq_reserved if k < nxt]:
+                                del c.harq_reserved[k]
                     s = nxt
             if s >= next_ts:
                 self._snapshot(s)

@@ -102,6 +102,7 @@ class Cell:
         self.rr = cfg.scheduler == "rr"
         self.handovers_out = 0
         self.handovers_in = 0
+        self.harq_reserved: dict[int, int] = {}  # slot -> PRBs taken by HARQ retransmissions
         self.prb_idle = 0  # of the current slot
         self.active_ues = 0
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal
 
 import yaml
 
+from octoric import typed
 from octoric.sim.errors import ScenarioError
 from octoric.sim.mobility import PROFILES, MobilityConfig
 from octoric.sim.video import VideoConfig, WiredPathConfig
@@ -135,68 +135,8 @@ class Scenario:
 T = typing.TypeVar("T")
 
 
-def _coerce(value: Any, tp: Any, where: str) -> Any:
-    origin = get_origin(tp)
-    if origin in (Union, types.UnionType):
-        for alt in get_args(tp):
-            try:
-                return _coerce(value, alt, where)
-            except ScenarioError:
-                pass
-        raise ScenarioError(f"expected {tp}, got {value!r}".replace("typing.", ""), where)
-    if tp is type(None):
-        if value is None:
-            return None
-        raise ScenarioError(f"expected null, got {value!r}", where)
-    if origin is Literal:
-        if value in get_args(tp):
-            return value
-        raise ScenarioError(f"expected one of {list(get_args(tp))}, got {value!r}", where)
-    if origin is list:
-        if not isinstance(value, list):
-            raise ScenarioError(f"expected a list, got {value!r}", where)
-        (it,) = get_args(tp)
-        return [_coerce(v, it, f"{where}[{i}]") for i, v in enumerate(value)]
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        if not isinstance(value, dict):
-            raise ScenarioError(f"expected a mapping, got {value!r}", where)
-        return build(tp, value, where)
-    if tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        raise ScenarioError(f"expected a number, got {value!r}", where)
-    if tp in (int, str, bool):
-        if isinstance(value, tp) and not (tp is int and isinstance(value, bool)):
-            return value
-        raise ScenarioError(f"expected {tp.__name__}, got {value!r}", where)
-    raise ScenarioError(f"unsupported type {tp!r}", where)
-
-
 def build(cls: type[T], data: dict[str, Any], where: str = "") -> T:
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    kwargs: dict[str, Any] = {}
-    for key, value in data.items():
-        path = f"{where}.{key}" if where else str(key)
-        if key not in names:
-            raise ScenarioError(f"unknown key (known: {', '.join(sorted(names))})", path)
-        kwargs[key] = _coerce(value, hints[key], path)
-    return cls(**kwargs)
-
-
-def _lines(node: yaml.Node | None, prefix: str = "") -> dict[str, int]:
-    out: dict[str, int] = {}
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            p = f"{prefix}.{k.value}" if prefix else str(k.value)
-            out[p] = k.start_mark.line + 1
-            out.update(_lines(v, p))
-    elif isinstance(node, yaml.SequenceNode):
-        for i, v in enumerate(node.value):
-            p = f"{prefix}[{i}]"
-            out[p] = v.start_mark.line + 1
-            out.update(_lines(v, p))
-    return out
+    return typed.build(cls, data, where, ScenarioError)
 
 
 def load_file(path: str | Path) -> Scenario:
@@ -217,7 +157,7 @@ def load_file(path: str | Path) -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError("the top level must be a mapping", f"{src}:1")
     data.setdefault("name", Path(path).stem)
-    lines = _lines(node)
+    lines = typed.key_lines(node)
     try:
         sc = build(Scenario, data)
         validate(sc)

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from octoric.e2sm import codec, e2ap, jsonconv, kpm, rc
 from octoric.e2sm import strategies as S
 from octoric.e2sm.common import Guami, UeId
+from octoric.e2sm.errors import E2smDecodeError
 
 pytestmark = pytest.mark.unit
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -193,3 +194,35 @@ def test_reference_bytes_decode_identically(reference_e2ap: Any, data: st.DataOb
     ref.set_val(e2ap.to_asn(msg))
     theirs = ref.to_aper()
     assert e2ap.decode_e2ap(theirs) == msg
+
+
+def test_procedures_octoric_leaves_out_still_decode_generically(reference_e2ap: Any) -> None:
+    """A subscription modification (not in octoric's subset) from a peer: the generic codec
+    and the JSON view keep it as bytes and re-encode it exactly; the dataclass API refuses it
+    with a clear error."""
+    ref = _reference_pdu(reference_e2ap)
+    ies_ = [
+        {
+            "id": 29,
+            "criticality": "reject",
+            "value": ("RICrequestID", {"ricRequestorID": 1, "ricInstanceID": 2}),
+        },
+        {"id": 5, "criticality": "reject", "value": ("RANfunctionID", 2)},
+    ]
+    ref.set_val(
+        (
+            "initiatingMessage",
+            {
+                "procedureCode": 14,
+                "criticality": "reject",
+                "value": ("RICsubscriptionModificationRequest", {"protocolIEs": ies_}),
+            },
+        )
+    )
+    raw = ref.to_aper()
+    assert codec.encode("E2AP-PDU", codec.decode("E2AP-PDU", raw)) == raw
+    js = jsonconv.decode_to_json("E2AP-PDU", raw)
+    assert isinstance(js[1]["value"], str)
+    assert jsonconv.encode_from_json("E2AP-PDU", js) == raw
+    with pytest.raises(E2smDecodeError, match="procedure code 14 is not supported"):
+        e2ap.decode_e2ap(raw)

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from octoric.e2sm import indication, kpm
+from octoric.e2sm import e2ap, indication, kpm
 from octoric.e2sm import strategies as S
 from octoric.e2sm.common import Guami, UeId, ntp_timestamp
 from octoric.e2sm.errors import E2smDecodeError
-from octoric.e2sm.fastpath import FastFormat3Decoder
+from octoric.e2sm.fastpath import FastFormat3Decoder, decode_ric_indication
 
 pytestmark = pytest.mark.unit
 GUAMI = Guami(b"\x00\xf1\x10", 2, 1, 1)
@@ -136,3 +136,45 @@ def test_bad_indication_raises_decode_error() -> None:
         indication.parse_indication(HEADER, b"\x40\x00\xff")
     with pytest.raises(E2smDecodeError):
         indication.parse_indication(b"\x00", kpm.encode_kpm(_occ_message()[0]))
+
+
+def _same_indication(a: e2ap.RicIndication, b: e2ap.RicIndication) -> None:
+    assert a == b
+    assert a.wire == b.wire
+
+
+@settings(max_examples=200, deadline=None)
+@given(S.E2AP_MESSAGES[e2ap.RicIndication])
+def test_fast_envelope_equals_generic(msg: e2ap.RicIndication) -> None:
+    raw = e2ap.encode_e2ap(msg)
+    _same_indication(decode_ric_indication(raw), e2ap.decode_e2ap(raw))  # type: ignore[arg-type]
+
+
+@settings(max_examples=300, deadline=None)
+@given(S.E2AP_MESSAGES[e2ap.RicIndication], st.integers(0, 10_000), st.integers(0, 255))
+def test_fast_envelope_on_corrupted_bytes_agrees_with_generic(
+    msg: e2ap.RicIndication, pos: int, byte: int
+) -> None:
+    raw = bytearray(e2ap.encode_e2ap(msg))
+    raw[pos % len(raw)] = byte
+    try:
+        generic = e2ap.decode_e2ap(bytes(raw))
+    except E2smDecodeError:
+        with pytest.raises(E2smDecodeError):
+            decode_ric_indication(bytes(raw))
+        return
+    if not isinstance(generic, e2ap.RicIndication):
+        with pytest.raises(E2smDecodeError):
+            decode_ric_indication(bytes(raw))
+        return
+    _same_indication(decode_ric_indication(bytes(raw)), generic)
+
+
+def test_fast_envelope_on_the_benchmark_message() -> None:
+    from octoric.e2sm.bench import build_indication
+
+    pdu, header, message = build_indication()
+    ind, cols = indication.parse_ric_indication(pdu)
+    assert ind.header == header and ind.message == message
+    assert cols.values.shape == (100, 8, 10)
+    _same_indication(ind, e2ap.decode_e2ap(pdu))  # type: ignore[arg-type]

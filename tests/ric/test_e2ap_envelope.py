@@ -46,7 +46,7 @@ def test_indications_of_every_size_agree_with_the_codec(size: int) -> None:
     )
     data = e2ap.encode_e2ap(ind)
     e = env.parse(data)
-    assert (e.kind, e.procedure) == (env.INITIATING, env.PROC_RIC_INDICATION)
+    assert (e.kind, e.procedure) == (env.INITIATING, e2ap.PROC_RIC_INDICATION)
     assert e.request_id() == (1234, 65535)
     assert e.ran_function_id() == 2
     value = e.ie(26)
@@ -56,7 +56,7 @@ def test_indications_of_every_size_agree_with_the_codec(size: int) -> None:
 def test_built_subscription_delete_decodes_with_the_codec() -> None:
     data = env.build(
         env.INITIATING,
-        env.PROC_RIC_SUBSCRIPTION_DELETE,
+        e2ap.PROC_RIC_SUBSCRIPTION_DELETE,
         0,
         [
             (env.IE_RIC_REQUEST_ID, 0, env.request_id_ie(123, 21)),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+from pathlib import Path
+
 import pytest
 
 from octoric.sim.runner import run_offline
@@ -66,3 +69,38 @@ def test_handover_interrupts_delivery() -> None:
     expected = 10e6 / 8 * (30.0 - outage_s)
     assert eng.handovers
     assert u.delivered_bytes == pytest.approx(expected, rel=0.01)
+
+
+def test_a3_model_handover_rate_and_pingpong_follow_geometry_and_offset() -> None:
+    import copy
+
+    import numpy as np
+
+    from octoric.sim.mobility import PROFILES, a3_schedule
+
+    pp_share = []
+    for offset in (1.0, 6.0):
+        cfg = copy.deepcopy(PROFILES["hsr"])
+        cfg.model, cfg.cell_spacing_m, cfg.a3_offset_db = "a3", 550.0, offset
+        evs = [a3_schedule(cfg, u, 300 * 10**6, np.random.default_rng(u)) for u in range(6)]
+        allev = [e for ev in evs for e in ev]
+        border_s = 550.0 / (300 / 3.6)
+        per_ue = len(allev) / 6
+        # about one handover per border crossed, more with ping-pong, never fewer than 80 %
+        assert 0.8 * 300 / border_s <= per_ue <= 1.5 * 300 / border_s
+        assert all(1 <= abs(e.target - e.source) <= 2 for e in allev)
+        for ev in evs:  # each starts from the previous target
+            assert all(b.source == a.target for a, b in itertools.pairwise(ev))
+        pp_share.append(sum(e.pingpong for e in allev) / len(allev))
+    assert pp_share[0] > 2 * pp_share[1]  # a larger A3 offset suppresses ping-pong
+
+
+def test_a3_model_runs_in_a_scenario(tmp_path: Path) -> None:
+    p = tmp_path / "a3.yaml"
+    p.write_text(
+        "duration_s: 60\nran: {cells: 3}\nues:\n  - count: 2\n"
+        "    mobility: {profile: driving, model: a3, speed_kmh: 120, cell_spacing_m: 400}\n"
+    )
+    s = run_offline(load(str(p)), seed=1).summary
+    assert s["handover_stats"]["count"] >= 6
+    assert all(f["frames_decoded"] > 0 for f in s["flows"])

@@ -231,3 +231,15 @@ def test_kpm_sink_added_mid_run_gets_reports() -> None:
     assert got and got[0].start_slot == 1234
     assert all(b.start_slot == a.start_slot + a.n_slots for a, b in itertools.pairwise(got))
     assert sum(r.n_slots for r in got) >= 3000 - 1234 - 10
+
+
+def test_harq_retransmissions_cost_prbs() -> None:
+    def run(bler: float) -> int:
+        ues = [UeSpec(channel=ChannelSpec("constant", rate_mbps=20.0),
+                      flows=[FlowSpec(traffic="backlogged")])]  # fmt: skip
+        sc = Scenario(name="h", duration_s=5.0, ran=RanSpec(n_prb=51, harq_bler=bler), ues=ues)
+        return int(run_offline(sc, seed=1).summary["ues"][0]["delivered_bytes"])
+
+    clean, lossy = run(0.0), run(0.2)
+    # each TB takes 1 / (1 - p) transmissions on average: ~80 % of the clean goodput
+    assert lossy / clean == pytest.approx(0.8, abs=0.03)

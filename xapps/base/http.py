@@ -1,0 +1,160 @@
+"""The xApp's HTTP server (``http.server`` threads): health probes, Prometheus ``/metrics``,
+submgr's ``/ric/v1/subscriptions/response`` and the xApp's own REST API.
+
+Handlers take a ``Request`` and return a ``Response``; a ``RestError`` becomes a JSON
+``{"error": ...}`` answer with its status, and is counted by reason; anything else a 500.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from octoric.xapps.base.errors import RestError
+
+log = logging.getLogger("xapps.http")
+MAX_BODY = 1 << 20
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    params: dict[str, str]
+    query: dict[str, list[str]]
+    body: bytes
+
+    def json(self) -> Any:
+        if not self.body:
+            raise RestError(400, "empty_body", "the request needs a JSON body")
+        try:
+            return json.loads(self.body)
+        except ValueError as e:
+            raise RestError(400, "bad_json", f"the body is not JSON: {e}") from None
+
+
+@dataclass
+class Response:
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "application/json"
+
+    @classmethod
+    def json(cls, obj: Any, status: int = 200) -> Response:
+        return cls(status, json.dumps(obj).encode(), "application/json")
+
+    @classmethod
+    def text(cls, text: str, status: int = 200, content_type: str = "text/plain") -> Response:
+        return cls(status, text.encode(), content_type)
+
+
+Handler = Callable[[Request], Response]
+
+
+@dataclass
+class Route:
+    method: str
+    pattern: re.Pattern[str]
+    handler: Handler
+
+
+@dataclass
+class HttpCounters:
+    requests: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)  # by RestError reason
+
+
+class HttpServer:
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.routes: list[Route] = []
+        self.counters = HttpCounters()
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    def add(self, method: str, path: str, handler: Handler) -> None:
+        """``path`` may hold ``{name}`` segments, passed in ``Request.params``."""
+        rx = "^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", path) + "$"
+        self.routes.append(Route(method.upper(), re.compile(rx), handler))
+
+    def count_error(self, reason: str) -> None:
+        with self._lock:
+            self.counters.errors[reason] += 1
+
+    def dispatch(self, method: str, target: str, body: bytes) -> Response:
+        url = urlsplit(target)  # requests may arrive in absolute form
+        path = url.path.rstrip("/") or "/"
+        allowed = []
+        for r in self.routes:
+            m = r.pattern.match(path)
+            if not m:
+                continue
+            if r.method != method:
+                allowed.append(r.method)
+                continue
+            with self._lock:
+                self.counters.requests[f"{method} {r.pattern.pattern}"] += 1
+            req = Request(method, path, m.groupdict(), parse_qs(url.query), body)
+            try:
+                return r.handler(req)
+            except RestError as e:
+                self.count_error(e.reason)
+                return Response.json({"error": str(e), "reason": e.reason}, e.status)
+            except Exception as e:  # a handler bug answers 500, never kills the server
+                self.count_error("internal")
+                log.exception("%s %s failed", method, path)
+                return Response.json({"error": f"internal error: {e}", "reason": "internal"}, 500)
+        if allowed:
+            self.count_error("method_not_allowed")
+            return Response.json(
+                {"error": f"{method} not allowed on {path} (allowed: {', '.join(allowed)})",
+                 "reason": "method_not_allowed"},
+                405,
+            )  # fmt: skip
+        self.count_error("not_found")
+        return Response.json({"error": f"no such resource {path}", "reason": "not_found"}, 404)
+
+    def start(self) -> None:
+        server = self
+
+        class _H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _serve(self) -> None:
+                n = int(self.headers.get("Content-Length") or 0)
+                if n > MAX_BODY:
+                    server.count_error("too_large")
+                    resp = Response.json({"error": "body too large", "reason": "too_large"}, 413)
+                    self.close_connection = True
+                else:
+                    body = self.rfile.read(n) if n > 0 else b""
+                    resp = server.dispatch(self.command, self.path, body)
+                self.send_response(resp.status)
+                self.send_header("Content-Type", resp.content_type)
+                self.send_header("Content-Length", str(len(resp.body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(resp.body)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        ThreadingHTTPServer.allow_reuse_address = True
+        self._server = ThreadingHTTPServer((self.host, self.port), _H)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, name="http", daemon=True).start()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()

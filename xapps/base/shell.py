@@ -1,0 +1,196 @@
+"""``XappShell``: what every octoric xApp shares, around ricxappframe's ``RMRXapp``.
+
+- RMR through ``RMRXapp`` (health check 100 -> 101 is RMRXapp's default handler); message
+  handlers get an ``RmrMessage`` and never see (or leak) RMR buffers;
+- the descriptor from ``CONFIG_FILE``, re-read on every write (RMRXapp's inotify watch), given
+  to ``on_config``; a rejected edit keeps the previous configuration and is counted;
+- the SDL namespace ``octoric.<name>`` (``SdlStore``);
+- one HTTP server: ``/ric/v1/health/alive|ready``, ``/metrics`` (Prometheus text from
+  ``registry``), ``/ric/v1/subscriptions/response`` (to ``on_subscription_response``) and
+  whatever routes the xApp adds;
+- ``send``: one RMR message, a few retries on transient failures only, counted by outcome.
+
+``octoric.ric.rmr`` is imported before ricxappframe, so ricxappframe binds octoric's
+``librmr_si.so`` (docs/ric.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import generate_latest
+
+from octoric.xapps.base.config import load_descriptor
+from octoric.xapps.base.errors import RestError, XappConfigError
+from octoric.xapps.base.http import HttpServer, Request, Response
+from octoric.xapps.base.sdl import SdlStore
+from octoric.xapps.base.subscription import SubscriptionResponse
+
+log = logging.getLogger("xapps.shell")
+
+
+@dataclass
+class RmrMessage:
+    mtype: int
+    sub_id: int
+    meid: str
+    payload: bytes
+
+
+MessageHandler = Callable[[RmrMessage], None]
+
+
+class XappShell:
+    def __init__(
+        self,
+        name: str,
+        rmr_port: int,
+        http_port: int,
+        host: str = "127.0.0.1",
+        sdl: SdlStore | None = None,
+    ) -> None:
+        self.name, self.rmr_port, self.http_port, self.host = name, rmr_port, http_port, host
+        self.sdl = sdl or SdlStore(name)
+        self.registry = CollectorRegistry()
+        self.http = HttpServer(host, http_port)
+        self.rmr_counters: Counter[str] = Counter()
+        self.config_errors = 0
+        self.last_config_error = ""
+        self.on_config: Callable[[dict[str, Any]], None] | None = None
+        self.on_subscription_response: Callable[[SubscriptionResponse], None] | None = None
+        self.xapp: Any = None  # the RMRXapp once start_rmr ran
+        self._send_lock = threading.Lock()
+        self._ready = threading.Event()
+        self.http.add("GET", "/ric/v1/health/alive", lambda r: Response.text("OK\n"))
+        self.http.add("GET", "/ric/v1/health/ready", self._ready_probe)
+        self.http.add("GET", "/metrics", self._metrics)
+        self.http.add("POST", "/ric/v1/subscriptions/response", self._sub_response)
+
+    # --- HTTP ---------------------------------------------------------------------------------
+    def _ready_probe(self, req: Request) -> Response:
+        if self._ready.is_set():
+            return Response.text("OK\n")
+        return Response.text("starting\n", 503)
+
+    def _metrics(self, req: Request) -> Response:
+        return Response(200, generate_latest(self.registry), "text/plain; version=0.0.4")
+
+    def _sub_response(self, req: Request) -> Response:
+        resp = SubscriptionResponse.parse(req.json())
+        if self.on_subscription_response is not None:
+            self.on_subscription_response(resp)
+        return Response.json({"ok": True})
+
+    def start_http(self) -> None:
+        self.http.start()
+
+    # --- config -------------------------------------------------------------------------------
+    def apply_config(self, descriptor: dict[str, Any]) -> bool:
+        """Hand the descriptor to ``on_config``; False (and counted) if it was rejected."""
+        if self.on_config is None:
+            return True
+        try:
+            self.on_config(descriptor)
+            return True
+        except XappConfigError as e:
+            self.config_errors += 1
+            self.last_config_error = str(e)
+            log.error("configuration rejected, keeping the previous one: %s", e)
+            return False
+
+    def load_config(self) -> dict[str, Any]:
+        return load_descriptor()
+
+    # --- RMR ----------------------------------------------------------------------------------
+    def start_rmr(self, handlers: dict[int, MessageHandler]) -> None:
+        """Start the RMRXapp (blocks until RMR has a route table) and its dispatch thread."""
+        import octoric.ric.rmr  # noqa: F401  (our librmr_si.so before ricxappframe binds one)
+        from ricxappframe.xapp_frame import RMRXapp, rmr
+
+        def wrap(fn: MessageHandler | None) -> Callable[[Any, dict[str, Any], Any], None]:
+            def cb(xapp: Any, summary: dict[str, Any], sbuf: Any) -> None:
+                try:
+                    mtype = int(summary[rmr.RMR_MS_MSG_TYPE])
+                    self.rmr_counters[f"rx_{mtype}"] += 1
+                    if fn is None:
+                        self.rmr_counters["rx_unexpected"] += 1
+                        return
+                    meid = summary.get(rmr.RMR_MS_MEID) or b""
+                    payload = summary.get(rmr.RMR_MS_PAYLOAD) or b""
+                    fn(
+                        RmrMessage(
+                            mtype,
+                            int(summary[rmr.RMR_MS_SUB_ID]),
+                            meid.decode(errors="replace") if isinstance(meid, bytes) else str(meid),
+                            bytes(payload),
+                        )
+                    )
+                except Exception:  # a handler bug must not stop the dispatch loop
+                    self.rmr_counters["handler_errors"] += 1
+                    log.exception("RMR handler failed")
+                finally:
+                    xapp.rmr_free(sbuf)
+
+            return cb
+
+        def config_handler(xapp: Any, data: dict[str, Any]) -> None:
+            self.apply_config(data)
+
+        self.xapp = RMRXapp(
+            wrap(None), config_handler=config_handler, rmr_port=self.rmr_port, use_fake_sdl=False
+        )
+        for mtype, fn in handlers.items():
+            self.xapp.register_callback(wrap(fn), mtype)
+        # short receive timeout: the dispatch loop also polls the config file between messages
+        self.xapp.run(thread=True, rmr_timeout=1)
+        self._ready.set()
+
+    def send(self, mtype: int, payload: bytes, meid: str | None = None, retries: int = 3) -> bool:
+        """Send one message by route table. No route or a dead peer is counted, not raised."""
+        if self.xapp is None:
+            self.rmr_counters["tx_not_started"] += 1
+            return False
+        from ricxappframe.xapp_frame import rmr
+
+        with self._send_lock:
+            sbuf = rmr.rmr_alloc_msg(
+                self.xapp._mrc,
+                len(payload),
+                payload=payload,
+                mtype=mtype,
+                meid=meid.encode() if meid else None,
+                gen_transaction_id=True,
+            )
+            try:
+                for attempt in range(retries + 1):
+                    sbuf = rmr.rmr_send_msg(self.xapp._mrc, sbuf)
+                    state = sbuf.contents.state
+                    if state == rmr.RMR_OK:
+                        self.rmr_counters[f"tx_{mtype}"] += 1
+                        return True
+                    if state != rmr.RMR_ERR_RETRY or attempt == retries:
+                        break
+                    time.sleep(0.001)
+                why = "no_route" if state == rmr.RMR_ERR_NOENDPT else f"state_{state}"
+                self.rmr_counters[f"tx_{mtype}_failed_{why}"] += 1
+                return False
+            finally:
+                rmr.rmr_free_msg(sbuf)
+
+    def rnib_nodes(self) -> list[Any]:
+        from octoric.xapps.base.discovery import rnib_nodes
+
+        if self.xapp is None:
+            return []
+        return rnib_nodes(self.xapp)
+
+
+def bad_request(reason: str, message: str) -> RestError:
+    return RestError(400, reason, message)
