@@ -33,6 +33,8 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m pip install -q pip==26.3 setuptools==84.2.1 wheel==0.48.0
 	$(PY) -m pip install -q -r requirements.lock
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
+	@# a plain `import ricxappframe` in this venv finds our librmr_si.so (docs/rmr.md)
+	@$(PY) -c 'import site; open(site.getsitepackages()[0] + "/octoric_rmr_preload.pth", "w").write("import os; os.environ.get(\"OCTORIC_RMR_NO_PRELOAD\") == \"1\" or __import__(\"octoric.ric.rmr\")\n")'
 	@command -v redis-server >/dev/null || $(MAKE) --no-print-directory redis
 	@touch $(STAMP)
 
@@ -63,6 +65,7 @@ test: setup
 	$(PY) -m octoric.testrun $(PYTEST_ARGS)
 
 test-all: setup
+	@command -v valgrind >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; }
 	$(PY) -m octoric.testrun --all $(PYTEST_ARGS)
 
 bench: setup

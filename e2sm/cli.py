@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import string
 import sys
 from pathlib import Path
@@ -64,14 +65,23 @@ def _read_input(args: argparse.Namespace) -> bytes:
     return raw
 
 
+def _emit(text: str) -> int:
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. piped into `head`: not an error worth a traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 0
+
+
 def _cmd_decode(args: argparse.Namespace) -> int:
     from octoric.e2sm import jsonconv
 
     _check_type(args.pdu)
     data = _read_input(args)
     js = jsonconv.decode_to_json(args.pdu, data)
-    print(json.dumps(js, indent=None if args.compact else 2))
-    return 0
+    return _emit(json.dumps(js, indent=None if args.compact else 2))
 
 
 def _cmd_encode(args: argparse.Namespace) -> int:
@@ -86,8 +96,7 @@ def _cmd_encode(args: argparse.Namespace) -> int:
         js: Any = json.loads(text)
     except json.JSONDecodeError as e:
         raise E2smCliError(f"{args.json}: invalid JSON at line {e.lineno}: {e.msg}") from None
-    print(jsonconv.encode_from_json(args.pdu, js).hex())
-    return 0
+    return _emit(jsonconv.encode_from_json(args.pdu, js).hex())
 
 
 def _cmd_types(args: argparse.Namespace) -> int:

@@ -11,7 +11,9 @@ exception pycrate (or Python) raises is turned into ``E2smDecodeError``.
 
 pycrate keeps one shared object per ASN.1 type, so it is neither reentrant nor thread-safe: a
 module lock serialises codec calls, and ``_to_per`` of constructed types is wrapped so that
-recursive E2SM-RC types (RANParameter-STRUCTURE inside itself) encode correctly.
+recursive E2SM-RC types (RANParameter-STRUCTURE inside itself) encode correctly. The other
+pycrate 0.8.1 fixes below (``fullname`` on recursive types, empty SIZE(0..n) strings, non-DER
+REALs) are applied once, at import, to pycrate's classes.
 """
 
 from __future__ import annotations
@@ -141,11 +143,27 @@ def _fullname(self: ASN1Obj) -> str:
     return ".".join(reversed(name))
 
 
+def _patch_real() -> None:
+    # PER encodes REAL as CER/DER (X.691 clause 15): a binary REAL has base 2 and scaling
+    # factor F = 0. pycrate 0.8.1 misreads base 8/16 and F != 0 (wrong values, silently):
+    # refuse them instead.
+    cls = asnobj_basic.REAL
+    orig = cls._decode_cont
+
+    def _decode_cont(self: Any, content: bytes) -> Any:
+        if content and content[0] & 0x80 and content[0] & 0x3C:
+            raise ValueError("binary REAL with base 8/16 or a scaling factor is not CER/DER")
+        return orig(self, content)
+
+    cls._decode_cont = _decode_cont
+
+
 def _patch_pycrate() -> None:
     if getattr(ASN1Obj, "_octoric_patched", False):
         return
     ASN1Obj.fullname = _fullname
     _patch_empty_strings()
+    _patch_real()
     constructed = (
         asnobj_construct.SEQ,
         asnobj_construct.SET,

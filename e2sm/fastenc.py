@@ -125,7 +125,8 @@ def real_content(x: float) -> bytes:
     m, _, e = kpm.real_to_asn(x)
     neg = m < 0
     m = -m if neg else m
-    eb = e.to_bytes(max(1, (e.bit_length() + 8) >> 3), "big", signed=True)
+    # minimal two's complement: -128 is one octet, 128 two
+    eb = e.to_bytes(((e if e >= 0 else ~e).bit_length() + 8) >> 3, "big", signed=True)
     if len(eb) > 3:
         raise Unsupported("exponent too long")
     first = 0x80 | (0x40 if neg else 0) | (len(eb) - 1)
@@ -162,6 +163,14 @@ def _write_value(w: _Writer, x: Any) -> None:
         w.octets(b"\x01\x00")
     else:
         raise Unsupported(f"record value {x!r}")
+
+
+_CACHE_MAX = 65536
+
+
+def _write_number(w: _Writer, x: float) -> None:
+    """A non-NaN float record value: integer when integral within 0..2^32-1, else real."""
+    _write_value(w, record_value(x))
 
 
 def _meas_info_list(infos: Sequence[kpm.MeasInfo]) -> bytes:
@@ -328,6 +337,9 @@ class Format3Encoder:
             _granul_bits(gw, granularity_ms)
         self._gp = gw.done()
         self._ue_cache: dict[UeId, bytes] = {}
+        # value -> its record item's bytes when it starts on an octet boundary (most do):
+        # MCS, PRB counts and bits per PRB repeat from one indication to the next
+        self._items: dict[float, bytes] = {}
 
     def _ue_prefix(self, ue: UeId) -> bytes:
         p = self._ue_cache.get(ue)
@@ -345,9 +357,7 @@ class Format3Encoder:
 
     def encode(self, ue_ids: Sequence[UeId], values: npt.NDArray[np.float64]) -> bytes:
         n_ue = len(ue_ids)
-        if values.ndim != 3 or values.shape[0] != n_ue or values.shape[2] != len(
-            self.measurements
-        ):
+        if values.ndim != 3 or values.shape[0] != n_ue or values.shape[2] != len(self.measurements):
             raise ValueError("values must be (UEs, granules, measurements)")
         if not 1 <= n_ue <= 65535 or not 1 <= values.shape[1] <= 65535:
             raise Unsupported("UE or record count")
@@ -361,6 +371,8 @@ class Format3Encoder:
         buf += (n_ue - 1).to_bytes(2, "big")
         rec_head = (n_rec - 1).to_bytes(2, "big")
         isnan = math.isnan
+        cache = self._items
+        cache_get = cache.get
         for u in range(n_ue):
             # every UE report starts aligned: the previous one ended with granulPeriod or
             # the measInfoList, both octet-aligned
@@ -374,20 +386,22 @@ class Format3Encoder:
                     buf.append(0)
                     buf.append(n_meas)
                 for x in rec:
+                    if w.n == 0:
+                        item = cache_get(x)
+                        if item is not None:  # seen before: the item's aligned bytes
+                            buf += item
+                            continue
                     if isnan(x):
                         w.bits(0b010, 3)
                         continue
-                    if x.is_integer() and 0.0 <= x <= 4294967295.0:
-                        v = int(x)
-                        b = v.to_bytes(max(1, (v.bit_length() + 7) >> 3), "big")
-                        if w.n == 0:
-                            buf.append((len(b) - 1) << 3)
-                            buf += b
-                        else:
-                            w.bits(len(b) - 1, 5)
-                            w.octets(b)
-                        continue
-                    _write_value(w, x)
+                    if w.n == 0:
+                        start = len(buf)
+                        _write_number(w, x)
+                        if len(cache) >= _CACHE_MAX:
+                            cache.clear()
+                        cache[x] = bytes(buf[start:])
+                    else:
+                        _write_number(w, x)
             w.octets(self.mil)
             if self._gp:
                 buf += self._gp
@@ -400,12 +414,14 @@ class Format3Encoder:
         infos = tuple(kpm.MeasInfo(m) for m in self.measurements)
         reps = []
         for u, ue in enumerate(ue_ids):
-            recs = tuple(kpm.MeasRecord(tuple(_py_value(x) for x in row)) for row in values[u])
+            recs = tuple(kpm.MeasRecord(tuple(record_value(x) for x in row)) for row in values[u])
             reps.append(kpm.UeReport(ue, kpm.IndicationFormat1(recs, infos, self.granularity_ms)))
         return kpm.KpmIndicationMessage(kpm.IndicationFormat3(tuple(reps)))
 
 
-def _py_value(x: float) -> kpm.MeasValue:
+def record_value(x: float) -> kpm.MeasValue:
+    """The record value a float column entry is sent as: NaN is noValue, an integral value
+    within 0..2^32-1 an integer, anything else a real."""
     x = float(x)
     if math.isnan(x):
         return None

@@ -109,11 +109,9 @@ def _real(content: bytes) -> float:
         return 0.0
     first = content[0]
     if first & 0x80:
-        sign = -1.0 if first & 0x40 else 1.0
-        base = (2, 8, 16, 0)[(first >> 4) & 3]
-        if base == 0:
+        if first & 0x3C:  # base 8/16 or a scaling factor: not CER/DER, the generic path refuses
             raise _Fallback
-        scale = (first >> 2) & 3
+        sign = -1.0 if first & 0x40 else 1.0
         elen = first & 3
         i = 1
         if elen == 3:
@@ -123,12 +121,12 @@ def _real(content: bytes) -> float:
             i = 2
         else:
             elen += 1
-        if len(content) < i + elen:
+        if len(content) <= i + elen:  # the mantissa has at least one octet
             raise _Fallback
         exp = int.from_bytes(content[i : i + elen], "big", signed=True)
         mant = int.from_bytes(content[i + elen :], "big")
         try:
-            return sign * math.ldexp(float(mant << scale), exp * {2: 1, 8: 3, 16: 4}[base])
+            return sign * math.ldexp(float(mant), exp)
         except OverflowError:
             return sign * math.inf
     if first == 0x40:
@@ -280,9 +278,8 @@ class FastFormat3Decoder:
                     pos += 3
                 elif kind >= 4:  # extension alternative: notSatisfied is index 0
                     r.pos = pos + 1
-                    if r.bits(7) != 0:
-                        raise _Fallback
-                    _open_type_content(r)
+                    if r.bits(7) != 0 or _open_type_content(r) != b"\x00":
+                        raise _Fallback  # NULL in an open type is exactly one zero octet
                     pos = r.pos
                 else:
                     raise _Fallback

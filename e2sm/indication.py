@@ -86,10 +86,13 @@ def _record_value(item: tuple[str, Any]) -> float:
     return math.nan
 
 
-def _series_from_format1(ue_id: UeId | None, f1: dict[str, Any]) -> UeSeries:
+def _series_from_format1(
+    ue_id: UeId | None, f1: dict[str, Any], names: list[str] | None = None
+) -> UeSeries:
     data = f1["measData"]
     width = max(len(r["measRecord"]) for r in data)
-    names = _metric_names(f1.get("measInfoList"), width)
+    if names is None:
+        names = _metric_names(f1.get("measInfoList"), width)
     arr = np.full((len(names), len(data)), np.nan)
     for g, rec in enumerate(data):
         for m, item in enumerate(rec["measRecord"][: len(names)]):
@@ -121,9 +124,7 @@ class GenericDecoder:
                     for c in body["measCondUEidList"]
                 ]
                 f1 = {"measData": body["measData"], "granulPeriod": body.get("granulPeriod")}
-                s = _series_from_format1(None, f1)
-                s.metrics = names + s.metrics[len(names) :]
-                return [s]
+                return [_series_from_format1(None, f1, names)]
         except (KeyError, ValueError, TypeError, IndexError) as e:
             raise E2smDecodeError(
                 "E2SM-KPM-IndicationMessage", f"{type(e).__name__}: {e}"
@@ -149,6 +150,22 @@ def collect_start_of(header: bytes) -> float:
         raise E2smDecodeError("E2SM-KPM-IndicationHeader", str(e)) from None
 
 
+def _unique(names: list[str]) -> list[str]:
+    """A measurement listed twice in one report gets a second column (``name~2``)."""
+    if len(set(names)) == len(names):
+        return names
+    used: set[str] = set()
+    out = []
+    for n in names:
+        cand, k = n, 1
+        while cand in used:
+            k += 1
+            cand = f"{n}~{k}"
+        used.add(cand)
+        out.append(cand)
+    return out
+
+
 def columns_from_series(
     series: list[UeSeries], collect_start: float, granularity_ms: int | None = None
 ) -> KpmColumns:
@@ -156,6 +173,7 @@ def columns_from_series(
     of first appearance)."""
     metric_index: dict[str, int] = {}
     for s in series:
+        s.metrics = _unique(s.metrics)
         for name in s.metrics:
             metric_index.setdefault(name, len(metric_index))
     n_gran = max((s.values.shape[1] for s in series), default=0)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from octoric.sim.errors import SimError
-from octoric.sim.scenario import BUILTIN, load
+from octoric.sim.scenario import BUILTIN, Scenario, load
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,7 +33,30 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     r.add_argument("--seed", type=int, default=1)
     r.add_argument("--json", metavar="OUT", help="write the summary here (time series beside it)")
     r.add_argument("--plot", action="store_true", help="write PNG plots beside OUT")
-    r.add_argument("--live", action="store_true", help="wall-clock mode with E2 (not built yet)")
+    r.add_argument("--cells", type=int, help="number of cells (all on one gNB by default)")
+    r.add_argument("--cells-per-gnb", type=int, help="cells per gNB (one E2 node per gNB)")
+    r.add_argument("--ues", type=int, help="number of UEs (the scenario's UE kinds repeated)")
+    r.add_argument("--mobility", help="every UE's mobility profile (static/walking/driving/hsr)")
+    live = r.add_argument_group("live mode (wall clock, E2 to the RIC; docs/sim.md)")
+    live.add_argument(
+        "--live", action="store_true", help="run in real time as E2 nodes of a RIC (--ric-e2)"
+    )
+    live.add_argument("--ric-e2", metavar="HOST:PORT", help="the RIC's E2 endpoint (e2term)")
+    live.add_argument(
+        "--e2-transport", choices=["auto", "sctp", "tcp"], default="auto",
+        help="E2 transport (auto: SCTP when the kernel has it, else octoric's TCP framing)",
+    )  # fmt: skip
+    live.add_argument(
+        "--status-file", metavar="PATH", help="rewrite a JSON status here every second"
+    )
+    live.add_argument(
+        "--feedback-port", type=int, metavar="PORT",
+        help="UDP port (127.0.0.1) for the OCC xApp's JSON feedback to occ senders (0: any)",
+    )  # fmt: skip
+    live.add_argument(
+        "--occ-register", metavar="URL",
+        help="register the occ flows' feedback address here (the OCC xApp's /occ/v1/flows)",
+    )  # fmt: skip
     r.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     r.set_defaults(func=_cmd_run)
     ls = sub.add_parser("scenarios", help="list the built-in scenarios and schemes")
@@ -54,14 +77,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    if args.live:
-        raise SimError(
-            "live mode needs the embedded RIC (issue #5) and the E2 node agent; "
-            "run without --live for the offline simulator"
-        )
-    from octoric.sim.runner import run_offline
-    from octoric.sim.summary import write_outputs
+def _scenario(args: argparse.Namespace) -> Scenario:
+    from octoric.sim.overrides import apply_layout
 
     sc = load(args.scenario)
     if args.duration is not None:
@@ -70,12 +87,26 @@ def _cmd_run(args: argparse.Namespace) -> int:
         sc.duration_s = args.duration
     if args.abw:
         sc.abw_source = args.abw
+    apply_layout(sc, args.cells, args.cells_per_gnb, args.ues, args.mobility)
     for ue in sc.ues:
         for f in ue.flows:
             if args.traffic:
                 f.traffic = args.traffic
             if args.scheme:
                 f.scheme = args.scheme
+    return sc
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    if args.live:
+        return _cmd_live(args)
+    for opt in ("ric_e2", "status_file", "feedback_port", "occ_register"):
+        if getattr(args, opt) is not None:
+            raise SimError(f"--{opt.replace('_', '-')} needs --live")
+    from octoric.sim.runner import run_offline
+    from octoric.sim.summary import write_outputs
+
+    sc = _scenario(args)
     progress = (not args.quiet and sys.stderr.isatty()) or (not args.quiet and sc.duration_s >= 60)
     res = run_offline(sc, args.seed, progress=progress)
     speed = res.summary["sim_seconds"] / max(res.wall_seconds, 1e-9)
@@ -94,4 +125,68 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"wrote {path}", file=sys.stderr)
     else:
         print(json.dumps(res.summary, indent=2))
+    return 0
+
+
+LIVE_DEFAULT_S = 24 * 3600.0  # a live run without --duration lasts until SIGTERM (or a day)
+
+
+def _cmd_live(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+
+    # a SIGTERM before the loop's handlers exist (while importing, connecting) still ends the
+    # run cleanly, with a summary
+    early: list[int] = []
+    signal.signal(signal.SIGTERM, lambda sig, frame: early.append(sig))
+
+    from octoric.ric.e2transport import resolve
+    from octoric.sim.live import LiveOptions, run_live
+
+    if not args.ric_e2:
+        raise SimError(
+            "--live needs --ric-e2 HOST:PORT (the RIC's E2 endpoint, e.g. 127.0.0.1:36421)"
+        )
+    host, _, port = args.ric_e2.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise SimError(f"--ric-e2 must be HOST:PORT, got {args.ric_e2!r}")
+    if args.plot:
+        raise SimError("--plot is for offline runs")
+    if args.occ_register and args.feedback_port is None:
+        raise SimError("--occ-register needs --feedback-port (where the feedback goes)")
+    duration = args.duration
+    args.duration = None
+    sc = _scenario(args)
+    if duration is None:
+        sc.duration_s = LIVE_DEFAULT_S
+    else:
+        if duration <= 0:
+            raise SimError("--duration must be > 0")
+        sc.duration_s = duration
+    opts = LiveOptions(
+        ric_host=host, ric_port=int(port), transport=resolve(args.e2_transport),
+        duration_s=duration, status_path=Path(args.status_file) if args.status_file else None,
+        feedback_port=args.feedback_port, occ_register=args.occ_register,
+    )  # fmt: skip
+    if not args.quiet:
+        print(
+            f"sim live: {sc.name}, {sc.ran.cells} cells, {sum(u.count for u in sc.ues)} UEs, "
+            f"E2 to {host}:{port} ({opts.transport})", file=sys.stderr, flush=True,
+        )  # fmt: skip
+    res = asyncio.run(run_live(sc, args.seed, opts, stop_now=lambda: bool(early)))
+    summary = res.summary
+    if args.json:
+        out = Path(args.json)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text(json.dumps(summary, indent=2) + "\n")
+        tmp.replace(out)
+        print(f"wrote {out}", file=sys.stderr)
+    else:
+        print(json.dumps(summary, indent=2))
+    print(
+        f"sim live: stopped ({res.stopped_because}) after {summary['sim_seconds']} s; "
+        f"{sum(n['indications'] for n in summary['live']['nodes'])} indications sent",
+        file=sys.stderr,
+    )
     return 0

@@ -116,3 +116,20 @@ def test_threads_share_the_codec_safely() -> None:
 def test_ntp_timestamps() -> None:
     assert ntp_to_unix(ntp_timestamp(1_700_000_000.5)) == pytest.approx(1_700_000_000.5, abs=1e-6)
     assert len(ntp_timestamp(0)) == 8
+
+
+def test_recursive_type_error_does_not_exhaust_memory() -> None:
+    # found by the fuzzer: pycrate's fullname() walked the parent cycle of a recursive type
+    # forever while formatting this error (23 GB before the OOM killer)
+    bad = bytes.fromhex("00000100006000004000000001440000000283000178")
+    with pytest.raises(E2smDecodeError):
+        codec.decode("E2SM-RC-ControlMessage", bad)
+
+
+def test_empty_sized_strings_are_not_padded() -> None:
+    # X.691: no octet-aligned field follows an empty string, hence no padding (asn1tools and
+    # srsRAN agree); pycrate 0.8.1 padded
+    header = kpm.KpmIndicationHeader(b"\x11" * 8, sender_type="", vendor_name="0")
+    raw = kpm.encode_kpm(header)
+    assert raw.hex() == "061111111111111111001030"
+    assert kpm.decode_kpm(kpm.KpmIndicationHeader, raw) == header

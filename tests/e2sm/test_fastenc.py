@@ -30,9 +30,7 @@ full_gnb_ue_ids = st.builds(
     st.lists(S.u(32), max_size=4).map(tuple),
     st.none() | st.binary(min_size=8, max_size=8),
 )
-plain_infos = st.builds(
-    kpm.MeasInfo, st.one_of(S.printable(1, 150), st.integers(1, 65536))
-)
+plain_infos = st.builds(kpm.MeasInfo, st.one_of(S.printable(1, 150), st.integers(1, 65536)))
 ind_format1s = st.builds(
     kpm.IndicationFormat1,
     st.lists(S.records, min_size=1, max_size=5).map(tuple),
@@ -100,7 +98,11 @@ def test_columnar_encoder_matches_generic(
 ) -> None:
     ues, arr, gp, names = c
     enc = fastenc.Format3Encoder(names, gp)
-    assert enc.encode(ues, arr) == kpm.encode_kpm(enc.records(ues, arr))
+    ref = kpm.encode_kpm(enc.records(ues, arr))
+    assert enc.encode(ues, arr) == ref
+    assert enc.encode(ues, arr) == ref  # again, from the encoder's item cache
+    shifted = arr[::-1, ::-1].copy()  # cached values at other bit offsets
+    assert enc.encode(ues, shifted) == kpm.encode_kpm(enc.records(ues, shifted))
 
 
 @settings(max_examples=100, deadline=None)
@@ -153,3 +155,18 @@ def test_speed_8_ues_8_metrics_10_records() -> None:
         enc.encode(ues, v)
     per = (time.perf_counter() - t0) / n
     assert per < 3e-3, f"{per * 1e3:.2f} ms per message"  # loose: shared 2-core CI
+
+
+@pytest.mark.parametrize("exp", [-1074, -1022, -129, -128, -127, -1, 0, 1, 127, 128, 129, 971])
+@pytest.mark.parametrize("mant", [1, 3, -1, -3])
+def test_real_exponent_octets_at_the_boundaries(exp: int, mant: int) -> None:
+    """REAL exponents are minimal two's complement: -128 is one octet, 128 two (found by
+    hypothesis: a negative exponent of -128 once took two octets)."""
+    import math
+
+    x = math.ldexp(float(mant), exp)
+    ue = UeId.gnb(1, GUAMI)
+    msg = kpm.KpmIndicationMessage(
+        kpm.IndicationFormat3((kpm.UeReport(ue, kpm.IndicationFormat1((kpm.MeasRecord((x,)),))),))
+    )
+    assert fastenc.encode_message(msg) == kpm.encode_kpm(msg)

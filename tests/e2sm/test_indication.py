@@ -178,3 +178,28 @@ def test_fast_envelope_on_the_benchmark_message() -> None:
     assert ind.header == header and ind.message == message
     assert cols.values.shape == (100, 8, 10)
     _same_indication(ind, e2ap.decode_e2ap(pdu))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (b"\x03\x80\xff\x05", b"\x03\x90\xff\x05"),  # REAL base 8: not CER/DER
+        (b"\x03\x80\xff\x05", b"\x03\x84\xff\x05"),  # REAL scaling factor F = 1
+        (b"\x03\x80\xff\x05", b"\x03\x81\xff\x05"),  # REAL without a mantissa octet
+        (b"\x01\x00\x10", b"\x01\xa5\x10"),  # notSatisfied's NULL open type not 0x00
+    ],
+)
+def test_fast_and_generic_refuse_the_same_malformed_records(old: bytes, new: bytes) -> None:
+    rec = kpm.MeasRecord((1, 2.5, kpm.NOT_SATISFIED, 70000))
+    msg = kpm.KpmIndicationMessage(
+        kpm.IndicationFormat3(
+            (kpm.UeReport(UeId.gnb(1, GUAMI), kpm.IndicationFormat1((rec,), None, 1)),)
+        )
+    )
+    raw = kpm.encode_kpm(msg)
+    assert raw.count(old) == 1
+    bad = raw.replace(old, new)
+    with pytest.raises(E2smDecodeError):
+        indication.GenericDecoder().decode_message(bad)
+    with pytest.raises(E2smDecodeError):
+        FastFormat3Decoder().decode_message(bad)

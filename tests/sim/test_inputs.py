@@ -87,7 +87,7 @@ def test_cli_reports_bad_trace_without_traceback(
 
 def test_cli_live_mode_explains(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sim", "run", "--live"]) == 1
-    assert "issue #5" in capsys.readouterr().err
+    assert "--live needs --ric-e2 HOST:PORT" in capsys.readouterr().err
 
 
 def test_full_yaml_scenario_runs(tmp_path: Path) -> None:

@@ -81,7 +81,9 @@ def typed_controls(cls: type[T], data: dict[str, Any], where: str = "controls") 
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         if key not in names:
-            raise XappConfigError(f"{where}.{key}", f"unknown key (known: {', '.join(sorted(names))})")
+            raise XappConfigError(
+                f"{where}.{key}", f"unknown key (known: {', '.join(sorted(names))})"
+            )
         kwargs[key] = _check(value, getattr(defaults, key), f"{where}.{key}")
     try:
         return cls(**kwargs)

@@ -25,9 +25,9 @@ class E2Node:
 
 
 def rnib_nodes(xapp: Any) -> list[E2Node]:
-    """The gNBs the R-NIB knows, through an ``RMRXapp``'s SDL (``xapp.GetListGnbIds``)."""
+    """The gNBs the R-NIB knows, through an ``RMRXapp`` (``get_list_gnb_ids``, ``GetNodeb``)."""
     out = []
-    for ident in xapp.GetListGnbIds():
+    for ident in xapp.get_list_gnb_ids():
         name = ident.inventory_name
         info = xapp.GetNodeb(name)
         funcs: tuple[tuple[int, str], ...] = ()
@@ -36,7 +36,8 @@ def rnib_nodes(xapp: Any) -> list[E2Node]:
             connected = info.connection_status == CONNECTED
             if info.HasField("gnb"):
                 funcs = tuple(
-                    (int(f.ran_function_id), str(f.ran_function_oid)) for f in info.gnb.ran_functions
+                    (int(f.ran_function_id), str(f.ran_function_oid))
+                    for f in info.gnb.ran_functions
                 )
         out.append(E2Node(name, connected, funcs))
     return sorted(out, key=lambda n: n.meid)

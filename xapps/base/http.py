@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from octoric.xapps.base.errors import RestError
+from octoric.xapps.base.errors import RestError, XappError
 
 log = logging.getLogger("xapps.http")
 MAX_BODY = 1 << 20
@@ -150,7 +150,10 @@ class HttpServer:
                 pass
 
         ThreadingHTTPServer.allow_reuse_address = True
-        self._server = ThreadingHTTPServer((self.host, self.port), _H)
+        try:
+            self._server = ThreadingHTTPServer((self.host, self.port), _H)
+        except OSError as e:
+            raise XappError(f"cannot serve HTTP on {self.host}:{self.port}: {e}") from None
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, name="http", daemon=True).start()
 

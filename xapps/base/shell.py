@@ -28,7 +28,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import generate_latest
 
 from octoric.xapps.base.config import load_descriptor
-from octoric.xapps.base.errors import RestError, XappConfigError
+from octoric.xapps.base.errors import RestError, XappConfigError, XappError
 from octoric.xapps.base.http import HttpServer, Request, Response
 from octoric.xapps.base.sdl import SdlStore
 from octoric.xapps.base.subscription import SubscriptionResponse
@@ -111,7 +111,23 @@ class XappShell:
     # --- RMR ----------------------------------------------------------------------------------
     def start_rmr(self, handlers: dict[int, MessageHandler]) -> None:
         """Start the RMRXapp (blocks until RMR has a route table) and its dispatch thread."""
+        import os
+        import socket
+
+        ports = [self.rmr_port]
+        rtg = os.environ.get("RMR_RTG_SVC", "")
+        if rtg.isdigit():  # a bare port: RMR listens there for route-manager pushes
+            ports.append(int(rtg))
+        for port in ports:
+            with socket.socket() as s:
+                # as RMR does: connections of a previous run in TIME_WAIT do not block it
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    s.bind(("", port))
+                except OSError as e:
+                    raise XappError(f"RMR port {port} is not free: {e}") from None
         import octoric.ric.rmr  # noqa: F401  (our librmr_si.so before ricxappframe binds one)
+
         from ricxappframe.xapp_frame import RMRXapp, rmr
 
         def wrap(fn: MessageHandler | None) -> Callable[[Any, dict[str, Any], Any], None]:

@@ -45,7 +45,11 @@ class SubscriptionRequest:
 
     def body(self) -> dict[str, Any]:
         body: dict[str, Any] = {
-            "ClientEndpoint": {"Host": self.host, "HTTPPort": self.http_port, "RMRPort": self.rmr_port},
+            "ClientEndpoint": {
+                "Host": self.host,
+                "HTTPPort": self.http_port,
+                "RMRPort": self.rmr_port,
+            },
             "Meid": self.meid,
             "RANFunctionID": self.ran_function_id,
             "E2SubscriptionDirectives": {
@@ -102,12 +106,16 @@ class SubscriptionResponse:
             raise RestError(400, "bad_subscription_response", "SubscriptionId (string) is required")
         raw = body.get("SubscriptionInstances")
         if not isinstance(raw, list):
-            raise RestError(400, "bad_subscription_response", "SubscriptionInstances must be a list")
+            raise RestError(
+                400, "bad_subscription_response", "SubscriptionInstances must be a list"
+            )
         out = []
         for i, inst in enumerate(raw):
             if not isinstance(inst, dict):
                 raise RestError(
-                    400, "bad_subscription_response", f"SubscriptionInstances[{i}] must be an object"
+                    400,
+                    "bad_subscription_response",
+                    f"SubscriptionInstances[{i}] must be an object",
                 )
             xid, eid = inst.get("XappEventInstanceId"), inst.get("E2EventInstanceId")
             if not isinstance(xid, int) or not isinstance(eid, int):

@@ -71,7 +71,9 @@ def encode_remb(sender_ssrc: int, bitrate_bps: float, ssrcs: tuple[int, ...] | l
 
 def encode_occf(sender_ssrc: int, fallback: bool) -> bytes:
     """The RTCP APP packet carrying OCC's fallback flag."""
-    return struct.pack("!BBHI4sI", 0x80, RTCP_APP, 3, sender_ssrc, APP_NAME, (1 << 24) if fallback else 0)
+    return struct.pack(
+        "!BBHI4sI", 0x80, RTCP_APP, 3, sender_ssrc, APP_NAME, (1 << 24) if fallback else 0
+    )
 
 
 def encode_remb_feedback(
@@ -80,7 +82,9 @@ def encode_remb_feedback(
     return encode_remb(sender_ssrc, bitrate_bps, ssrcs) + encode_occf(sender_ssrc, fallback)
 
 
-def encode_json_feedback(ue: int, target_bps: float, fallback: bool, ts: float | None = None) -> bytes:
+def encode_json_feedback(
+    ue: int, target_bps: float, fallback: bool, ts: float | None = None
+) -> bytes:
     return json.dumps(
         {"ue": ue, "target_bps": round(target_bps), "fallback": fallback,
          "ts": round(time.time() if ts is None else ts, 6)},

@@ -206,6 +206,51 @@ class OccEngine:
             return None
         return float(self._last_out[s, 0]), self._fallback_of(s)
 
+    def export_ue(self, ue_id: int) -> dict[str, npt.NDArray[np.generic]] | None:
+        """A copy of one UE's whole state (for a checkpoint), or None if the UE is unknown."""
+        s = self._slot_of.get(int(ue_id))
+        if s is None:
+            return None
+        flags = np.array([int(self._ho[s]), int(self._touch[s])], dtype=np.int64)
+        return {
+            "ist": self._ist[s].copy(), "fst": self._fst[s].copy(),
+            "ring_u": self._ring_u[s].copy(), "ring_a": self._ring_a[s].copy(),
+            "ring_c": self._ring_c[s].copy(), "dq_t": self._dq_t[s].copy(),
+            "dq_v": self._dq_v[s].copy(), "flags": flags, "last_out": self._last_out[s].copy(),
+        }  # fmt: skip
+
+    def import_ue(self, ue_id: int, state: Mapping[str, npt.NDArray[np.generic]]) -> None:
+        """Restore a UE from ``export_ue`` output of an engine with the same config. Raises
+        ``OccInputError`` ("state") for arrays that do not fit, changing nothing."""
+        ue = int(ue_id)
+        want = {
+            "ist": self._ist.shape[1:], "fst": self._fst.shape[1:],
+            "ring_u": self._ring_u.shape[1:], "ring_a": self._ring_a.shape[1:],
+            "ring_c": self._ring_c.shape[1:], "dq_t": self._dq_t.shape[1:],
+            "dq_v": self._dq_v.shape[1:], "flags": (2,), "last_out": (2,),
+        }  # fmt: skip
+        for k, shape in want.items():
+            a = state.get(k)
+            if a is None or np.asarray(a).shape != shape:
+                raise OccInputError("state", f"checkpoint field {k!r} missing or misshaped", [ue])
+        s = self._slot_of.get(ue)
+        if s is None:
+            s = self._new_slot(ue, int(np.asarray(state["flags"])[1]))
+            self.stats.ues_created -= 1  # a restored UE is not a new one
+        self._ist[s] = state["ist"]
+        self._fst[s] = state["fst"]
+        self._ring_u[s] = state["ring_u"]
+        self._ring_a[s] = state["ring_a"]
+        self._ring_c[s] = state["ring_c"]
+        self._dq_t[s] = state["dq_t"]
+        self._dq_v[s] = state["dq_v"]
+        flags = np.asarray(state["flags"])
+        self._ho[s] = bool(flags[0])
+        self._touch[s] = int(flags[1])
+        self._last_out[s] = state["last_out"]
+        self._now = max(self._now, int(self._ist[s, K.I_LAST_T]), int(flags[1]))
+        self._cache_ids = None
+
     def ingest(
         self,
         ue_ids: object,

@@ -1,0 +1,364 @@
+"""The live simulator: the engine paced by the wall clock, one E2 node agent per gNB talking to
+the RIC, a UDP listener for ABW feedback, a status file, and the same summary as offline.
+
+Everything is one asyncio loop: every tick (1 ms) the engine advances to the wall clock's slot
+(``engine.run_until``); the agents are its KPM and mobility sinks and send what they encode
+from their own tasks; UDP datagrams are handled between ticks. ``LiveSim`` is the in-process
+API (tests use it beside a real RIC); ``run_live`` is ``octoric sim run --live``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import math
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from octoric.sim.clock import WallClockStats
+from octoric.sim.e2agent import E2Agent
+from octoric.sim.engine import Engine
+from octoric.sim.measurements import AbwSource, KpmReport
+from octoric.sim.scenario import Scenario
+from octoric.sim.summary import build_summary
+
+log = logging.getLogger("sim.live")
+
+STATUS_INTERVAL_S = 1.0
+
+
+class AsyncWallClock:
+    """``WallClock`` for an asyncio loop: every ``tick_ms`` the engine catches up with the
+    wall clock (however late the tick, no slot is skipped: ``run_until`` runs them all)."""
+
+    def __init__(self, tick_ms: float = 1.0) -> None:
+        self.tick_s = tick_ms / 1000.0
+        self.stats = WallClockStats()
+        self.start = 0.0
+
+    async def run(self, engine: Engine, end_slot: int, stop: asyncio.Event) -> WallClockStats:
+        st = self.stats
+        slot_s = engine.slot_us / 1e6
+        self.start = start = time.monotonic() - engine.slot * slot_s
+        next_tick = time.monotonic()
+        while engine.slot < end_slot and not stop.is_set():
+            wall = time.monotonic()
+            if wall - next_tick > self.tick_s:
+                st.late_ticks += 1
+            target = min(end_slot, int((wall - start) / slot_s) + 1)
+            if target > engine.slot:
+                engine.run_until(target)
+            st.ticks += 1
+            lag = (time.monotonic() - start) - engine.slot * slot_s
+            st.max_lag_ms = max(st.max_lag_ms, lag * 1000.0)
+            next_tick = max(next_tick + self.tick_s, time.monotonic() - self.tick_s)
+            await asyncio.sleep(max(0.0, next_tick - time.monotonic()))
+        return st
+
+
+class UdpAbw(AbwSource):
+    """ABW of OCC-fed senders from the OCC xApp's UDP feedback (JSON datagrams). The latest
+    target per UE; None (fall back to GCC) before the first datagram and while the xApp says
+    ``fallback``."""
+
+    name = "occ-xapp-udp"
+
+    def __init__(self) -> None:
+        self.latest: dict[int, float | None] = {}
+
+    def on_report(self, report: KpmReport, now_us: int) -> None:
+        pass  # the xApp computes the ABW from the E2 indications, not from in-process reports
+
+    def estimate_bps(self, ue_id: int) -> float | None:
+        return self.latest.get(ue_id)
+
+
+class FeedbackError(ValueError):
+    """A feedback datagram that is not ``{"ue": int, "target_bps": number, "fallback": bool}``."""
+
+
+def parse_feedback(data: bytes) -> tuple[int, float | None]:
+    """(AMF-UE-NGAP-ID, target bit/s or None for fallback) of a JSON feedback datagram."""
+    try:
+        d = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise FeedbackError(f"not JSON: {e}") from None
+    if not isinstance(d, dict):
+        raise FeedbackError("not a JSON object")
+    ue = d.get("ue")
+    if not isinstance(ue, int) or isinstance(ue, bool) or ue < 0:
+        raise FeedbackError("'ue' must be a non-negative integer (AMF-UE-NGAP-ID)")
+    fb = d.get("fallback", False)
+    if not isinstance(fb, bool):
+        raise FeedbackError("'fallback' must be a boolean")
+    if fb:
+        return ue, None
+    t = d.get("target_bps")
+    if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t < 0:
+        raise FeedbackError("'target_bps' must be a finite number >= 0")
+    return ue, float(t)
+
+
+@dataclass
+class FeedbackStats:
+    datagrams: int = 0
+    applied: int = 0
+    bad: int = 0
+    unknown_ue: int = 0
+    last_error: str = ""
+
+
+class FeedbackListener(asyncio.DatagramProtocol):
+    """UDP feedback from the OCC xApp: sets the UE's target in ``abw`` and hands it to the
+    UE's OCC-fed senders at once (the datagram travelled the real path)."""
+
+    def __init__(self, engine: Engine, abw: UdpAbw) -> None:
+        self.engine, self.abw = engine, abw
+        self.stats = FeedbackStats()
+        self.ue_of_amf = {u.amf_ue_ngap_id: u.idx for u in engine.ues}
+
+    def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
+        st = self.stats
+        st.datagrams += 1
+        try:
+            amf, target = parse_feedback(data)
+        except FeedbackError as e:
+            st.bad += 1
+            st.last_error = str(e)
+            return
+        ue = self.ue_of_amf.get(amf)
+        if ue is None:
+            st.unknown_ue += 1
+            return
+        self.abw.latest[amf] = target
+        now = self.engine.slot * self.engine.slot_us
+        for f in self.engine.flows:
+            if f.ue == ue and f.ctrl is not None and f.ctrl.wants_abw:
+                f.abw_bps = target
+                f.ctrl.on_abw(now, target)
+        st.applied += 1
+
+
+@dataclass
+class LiveOptions:
+    ric_host: str = "127.0.0.1"
+    ric_port: int = 36421
+    transport: str = "tcp"
+    duration_s: float | None = None  # None: until stop() / SIGTERM (the scenario's length caps it)
+    status_path: Path | None = None
+    feedback_port: int | None = None  # UDP port on 127.0.0.1 (0: any free port)
+    occ_register: str | None = None  # the OCC xApp's POST /occ/v1/flows URL
+    tick_ms: float = 1.0
+
+
+@dataclass
+class LiveResult:
+    summary: dict[str, Any]
+    stopped_because: str = ""
+
+
+class LiveSim:
+    def __init__(self, scenario: Scenario, seed: int, opts: LiveOptions) -> None:
+        self.sc, self.seed, self.opts = scenario, seed, opts
+        self.udp_abw = UdpAbw() if opts.feedback_port is not None else None
+        self.engine = Engine(scenario, seed, None, self.udp_abw)
+        self.t0_unix = time.time()
+        self.clock = AsyncWallClock(opts.tick_ms)
+        eng = self.engine
+        n_gnb = max(c.gnb for c in eng.cells) + 1
+        self.agents = [
+            E2Agent(eng, g, opts.ric_host, opts.ric_port, opts.transport, self.slot_to_unix)
+            for g in range(n_gnb)
+        ]
+        for a in self.agents:
+            eng.add_kpm_sink(a)
+            eng.add_mobility_sink(a.on_mobility)
+        self.feedback: FeedbackListener | None = None
+        self.feedback_addr: tuple[str, int] | None = None
+        self._udp: asyncio.DatagramTransport | None = None
+        self.stop_event = asyncio.Event()
+        self.stopped_because = ""
+        self.wall_start = 0.0
+        self.wall_seconds = 0.0
+        self._final_nodes: list[dict[str, Any]] | None = None  # as they were at the stop
+        self.registered: set[int] = set()  # UEs whose occ flows the OCC xApp knows
+        self.register_errors = 0
+
+    def slot_to_unix(self, slot: int) -> float:
+        return self.t0_unix + slot * self.engine.slot_us / 1e6
+
+    def stop(self, reason: str = "stopped") -> None:
+        if not self.stop_event.is_set():
+            self.stopped_because = reason
+            self.stop_event.set()
+
+    async def run(self) -> LiveResult:
+        loop = asyncio.get_running_loop()
+        eng = self.engine
+        if self.udp_abw is not None:
+            fb = self.feedback = FeedbackListener(eng, self.udp_abw)
+            tr, _ = await loop.create_datagram_endpoint(
+                lambda: fb, local_addr=("127.0.0.1", self.opts.feedback_port or 0)
+            )
+            self._udp = tr
+            self.feedback_addr = tr.get_extra_info("sockname")[:2]
+        for a in self.agents:
+            a.start()
+        status = asyncio.create_task(self._status_loop())
+        register = None
+        if self.opts.occ_register and self.feedback_addr is not None:
+            register = asyncio.create_task(self._register_loop(self.opts.occ_register))
+        end = eng.end_slot
+        if self.opts.duration_s is not None:
+            end = min(end, round(self.opts.duration_s * 1e6 / eng.slot_us))
+        self.t0_unix = time.time() - eng.slot * eng.slot_us / 1e6
+        self.wall_start = time.monotonic()
+        try:
+            await self.clock.run(eng, end, self.stop_event)
+            if not self.stopped_because:
+                self.stopped_because = "duration"
+        finally:
+            self.wall_seconds = time.monotonic() - self.wall_start
+            for t in (status, register):
+                if t is not None:
+                    t.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await t
+            self._final_nodes = [self._node(a) for a in self.agents]
+            for a in self.agents:
+                await a.stop()
+            if self._udp is not None:
+                self._udp.close()
+        self.write_status()
+        return LiveResult(self.summary(), self.stopped_because)
+
+    def occ_flow_ues(self) -> list[int]:
+        """AMF-UE-NGAP-IDs of the UEs with an OCC-fed flow."""
+        eng = self.engine
+        ues = {eng.ues[f.ue].amf_ue_ngap_id for f in eng.flows if f.ctrl and f.ctrl.wants_abw}
+        return sorted(ues)
+
+    async def _register_loop(self, url: str) -> None:
+        """Register every OCC-fed UE's feedback address with the OCC xApp (JSON format);
+        retried every 2 s until each is accepted (the xApp may start after the sim), and
+        again every 30 s (the xApp may have restarted)."""
+        assert self.feedback_addr is not None
+        host, port = self.feedback_addr
+        g = self.agents[0].guami
+        guami = f"{g.plmn.hex()}:{g.amf_region_id}:{g.amf_set_id}:{g.amf_pointer}"
+        while True:
+            for amf in self.occ_flow_ues():
+                body = {"id": f"sim-ue{amf}", "ue": amf, "guami": guami,
+                        "address": f"{host}:{port}", "format": "json"}  # fmt: skip
+                if await asyncio.to_thread(_post_json, url, body):
+                    self.registered.add(amf)
+                else:
+                    self.registered.discard(amf)
+                    self.register_errors += 1
+            pending = set(self.occ_flow_ues()) - self.registered
+            await asyncio.sleep(2.0 if pending else 30.0)
+
+    def summary(self) -> dict[str, Any]:
+        s = build_summary(self.engine, self.wall_seconds)
+        s["live"] = self.live_fields()
+        return s
+
+    def live_fields(self) -> dict[str, Any]:
+        cs = self.clock.stats
+        return {
+            "stopped_because": self.stopped_because,
+            "ric_e2": f"{self.opts.ric_host}:{self.opts.ric_port}",
+            "transport": self.opts.transport,
+            "clock": {
+                "ticks": cs.ticks,
+                "late_ticks": cs.late_ticks,
+                "max_lag_ms": round(cs.max_lag_ms, 3),
+            },
+            "nodes": self._final_nodes or [self._node(a) for a in self.agents],
+            "feedback": None
+            if self.feedback is None
+            else {
+                "address": f"{self.feedback_addr[0]}:{self.feedback_addr[1]}"
+                if self.feedback_addr
+                else None,
+                **asdict(self.feedback.stats),
+                "registered_ues": sorted(self.registered),
+                "register_errors": self.register_errors,
+            },
+        }
+
+    @staticmethod
+    def _node(a: E2Agent) -> dict[str, Any]:
+        st = asdict(a.stats)
+        st["encode_seconds"] = round(a.stats.encode_seconds, 4)
+        return {**a.status(), "stats": st}
+
+    def status(self) -> dict[str, Any]:
+        eng = self.engine
+        return {
+            "pid": os.getpid(),
+            "updated_unix": round(time.time(), 3),
+            "sim_seconds": round(eng.slot * eng.slot_us / 1e6, 3),
+            "scenario": self.sc.name,
+            "cells": len(eng.cells),
+            "gnbs": len(self.agents),
+            "ues": len(eng.ues),
+            "flows": len(eng.flows),
+            "handovers": len(eng.handovers),
+            **self.live_fields(),
+        }
+
+    def write_status(self) -> None:
+        p = self.opts.status_path
+        if p is None:
+            return
+        tmp = p.with_name(p.name + ".tmp")
+        tmp.write_text(json.dumps(self.status(), indent=1))
+        tmp.replace(p)  # atomic: a reader never sees half a file
+
+    async def _status_loop(self) -> None:
+        while True:
+            try:
+                self.write_status()
+            except OSError as e:
+                log.warning("cannot write the status file: %s", e)
+            await asyncio.sleep(STATUS_INTERVAL_S)
+
+
+async def run_live(
+    scenario: Scenario, seed: int, opts: LiveOptions, stop_now: Callable[[], bool] | None = None
+) -> LiveResult:
+    """Run until the duration, the scenario's end, SIGTERM or SIGINT (``stop_now``: a
+    SIGTERM that came before the loop's handlers were installed)."""
+    sim = LiveSim(scenario, seed, opts)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, sim.stop, f"signal {signal.Signals(sig).name}")
+    if stop_now is not None and stop_now():
+        sim.stop("signal SIGTERM")
+    try:
+        return await sim.run()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+def _post_json(url: str, body: dict[str, Any]) -> bool:
+    import urllib.request
+
+    req = urllib.request.Request(
+        url, json.dumps(body).encode(), {"Content-Type": "application/json"}, method="POST"
+    )
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: no proxy
+    try:
+        with opener.open(req, timeout=2) as r:
+            return bool(200 <= r.status < 300)
+    except OSError:
+        return False

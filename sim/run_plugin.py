@@ -1,0 +1,137 @@
+"""How the live simulator plugs into ``octoric run``: one child process,
+``python -m octoric.cli sim run --live ...``, started after the RIC (the plugin order in
+``octoric.runner``), connected to its E2 port. It rewrites ``<run folder>/sim-status.json``
+every second (the status line reads it) and writes ``sim-summary.json`` when it stops
+(SIGTERM from the supervisor); ``report()`` carries that summary into the run report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from octoric.errors import OctoricError
+from octoric.supervisor import ChildProcess, Component, RunContext
+
+log = logging.getLogger("octoric.sim")
+SETUP_WAIT_S = 30.0
+OCC_HTTP_PORT = 8090  # the OCC xApp's REST port (ARCHITECTURE.md, xapps/run_plugin.py)
+
+STATUS_FILE = "sim-status.json"
+SUMMARY_FILE = "sim-summary.json"
+
+
+def live_argv(ctx: RunContext) -> list[str]:
+    from octoric.ric.e2transport import resolve
+
+    cfg, ric = ctx.config.sim, ctx.config.ric
+    argv = [
+        sys.executable, "-m", "octoric.cli", "sim", "run", "--live", "--quiet",
+        "--scenario", cfg.scenario, "--cells", str(cfg.cells), "--ues", str(cfg.ues),
+        "--seed", str(cfg.seed), "--traffic", cfg.traffic,
+        "--ric-e2", f"127.0.0.1:{ric.e2_port}", "--e2-transport", resolve(ric.e2_transport),
+        "--status-file", str(ctx.run_dir / STATUS_FILE),
+        "--json", str(ctx.run_dir / SUMMARY_FILE),
+    ]  # fmt: skip
+    if "occ" in ctx.config.xapps.enabled:
+        # occ flows take their target from the OCC xApp's UDP feedback
+        url = f"http://127.0.0.1:{OCC_HTTP_PORT}/occ/v1/flows"
+        argv += ["--feedback-port", "0", "--occ-register", url]
+    return argv
+
+
+class SimComponent:
+    """The live simulated gNB(s) as a supervisor component."""
+
+    name = "sim"
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.child = ChildProcess("sim", live_argv(ctx), max_restarts=2)
+        self.run_dir = ctx.run_dir
+        self._status: dict[str, Any] = {}
+        self._read_at = 0.0
+
+    async def start(self, ctx: RunContext) -> None:
+        """Start the sim and wait (up to ``SETUP_WAIT_S``) until its E2 nodes are set up, so
+        the xApps that start next find them in the RIC."""
+        self.run_dir = ctx.run_dir
+        await self.child.start(ctx)
+        deadline = time.monotonic() + SETUP_WAIT_S
+        while time.monotonic() < deadline:
+            why = self.child.failed()
+            if why:
+                raise OctoricError(why)
+            nodes = self.live_status().get("nodes") or []
+            if nodes and all(n.get("setup") for n in nodes):
+                return
+            await asyncio.sleep(0.1)
+        log.warning("the simulated gNBs did not finish E2 setup in %.0f s", SETUP_WAIT_S)
+
+    async def stop(self) -> None:
+        await self.child.stop()  # SIGTERM: the sim stops its clock and writes the summary
+
+    def _read(self, name: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads((self.run_dir / name).read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def live_status(self) -> dict[str, Any]:
+        now = time.monotonic()
+        if now - self._read_at >= 0.1:
+            self._read_at = now
+            self._status = self._read(STATUS_FILE) or self._status
+        return self._status
+
+    def status(self) -> str:
+        s = self.live_status()
+        if not s:
+            return "sim starting" if self.child.failed() is None else "sim failed"
+        nodes = s.get("nodes", [])
+        up = sum(1 for n in nodes if n.get("setup"))
+        ind = sum(int(n.get("indications", 0)) for n in nodes)
+        subs = sum(int(n.get("subscriptions", 0)) for n in nodes)
+        return (
+            f"sim {s.get('sim_seconds', 0):.1f}s {s.get('cells')} cells {s.get('ues')} UEs, "
+            f"E2 {up}/{len(nodes)} up, {subs} subs, {ind} ind"
+        )
+
+    def report(self) -> dict[str, Any]:
+        summary = self._read(SUMMARY_FILE)
+        out: dict[str, Any] = {"process": self.child.report()}
+        if summary is None:
+            out["summary"] = None
+            out["note"] = f"no {SUMMARY_FILE} (the sim did not stop cleanly; see its log)"
+            return out
+        flows = summary.get("flows", [])
+        p50 = [f["frame_latency_ms"]["p50"] for f in flows if f.get("frame_latency_ms")]
+        p50 = [x for x in p50 if x is not None]
+        nodes = summary.get("live", {}).get("nodes", [])
+        out.update(
+            {
+                "sim_seconds": summary.get("sim_seconds"),
+                "ues": len(summary.get("ues", [])),
+                "flows": len(flows),
+                "delivered_mbytes": round(
+                    sum(u["delivered_bytes"] for u in summary.get("ues", [])) / 1e6, 3
+                ),
+                "median_frame_latency_ms": sorted(p50)[len(p50) // 2] if p50 else None,
+                "e2_indications": sum(n.get("indications", 0) for n in nodes),
+                "summary_file": str(Path(self.run_dir) / SUMMARY_FILE),
+                "summary": summary,
+            }
+        )
+        return out
+
+    def failed(self) -> str | None:
+        return self.child.failed()
+
+
+def components(ctx: RunContext) -> list[Component]:
+    return [SimComponent(ctx)]

@@ -1,0 +1,195 @@
+"""A test xApp on unmodified ricxappframe: subscribes through submgr's REST API to KPM report
+style 4 (all OCC measurements, 10 ms) and, optionally, RC report style 4 (UE information),
+prints every RIC indication's E2AP payload (hex) as one JSON line, sends an RC control
+(action 100) for one UE and prints the answer, then deletes its subscriptions.
+
+Usage: e2_probe.py RMR_PORT HTTP_PORT MEID [--kpm N] [--rc N] [--control-ue AMF_ID]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any
+
+import octoric.ric.rmr  # noqa: F401  (our librmr_si.so, before ricxappframe binds it)
+
+import requests
+from ricxappframe.xapp_frame import RMRXapp, rmr
+
+from octoric.e2sm import e2ap, kpm, rc
+
+LOCK = threading.Lock()
+
+
+def emit(**kw: object) -> None:
+    with LOCK:
+        print(json.dumps(kw), flush=True)
+
+
+class ResponseHandler(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        emit(event="subscription_response", body=body)
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def subscription(
+    args: argparse.Namespace, rf: int, trigger: bytes, action: bytes, xid: int
+) -> dict[str, Any]:
+    return {
+        "ClientEndpoint": {
+            "Host": "127.0.0.1",
+            "HTTPPort": args.http_port,
+            "RMRPort": args.rmr_port,
+        },
+        "Meid": args.meid,
+        "RANFunctionID": rf,
+        "E2SubscriptionDirectives": {
+            "E2TimeoutTimerValue": 2,
+            "E2RetryCount": 2,
+            "RMRRoutingNeeded": True,
+        },
+        "SubscriptionDetails": [
+            {
+                "XappEventInstanceId": xid,
+                "EventTriggers": list(trigger),
+                "ActionToBeSetupList": [
+                    {
+                        "ActionID": 1,
+                        "ActionType": "report",
+                        "ActionDefinition": list(action),
+                        "SubsequentAction": {
+                            "SubsequentActionType": "continue",
+                            "TimeToWait": "zero",
+                        },
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("rmr_port", type=int)
+    ap.add_argument("http_port", type=int)
+    ap.add_argument("meid")
+    ap.add_argument("--kpm", type=int, default=20)
+    ap.add_argument("--rc", type=int, default=0)
+    ap.add_argument("--control-ue", type=int)
+    ap.add_argument("--timeout", type=float, default=40)
+    ap.add_argument("--hold", type=float, default=0.0, help="keep subscribed this long (s)")
+    args = ap.parse_args()
+
+    http = HTTPServer(("127.0.0.1", args.http_port), ResponseHandler)
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    counts = {"kpm": 0, "rc": 0, "answer": 0}
+
+    def on_indication(xapp: RMRXapp, summary: dict, sbuf: object) -> None:
+        payload = summary[rmr.RMR_MS_PAYLOAD]
+        try:
+            rf = e2ap.decode_e2ap(payload).ran_function_id  # type: ignore[attr-defined]
+        except Exception as e:
+            rf = -1
+            emit(event="bad_indication", error=str(e))
+        kind = "kpm" if rf == 2 else "rc"
+        counts[kind] += 1
+        if counts[kind] <= max(args.kpm, args.rc):
+            emit(
+                event="indication",
+                kind=kind,
+                sub_id=summary[rmr.RMR_MS_SUB_ID],
+                meid=summary[rmr.RMR_MS_MEID].decode(),
+                payload=payload.hex(),
+            )
+        xapp.rmr_free(sbuf)
+
+    def on_answer(xapp: RMRXapp, summary: dict, sbuf: object) -> None:
+        counts["answer"] += 1
+        emit(
+            event="control_answer",
+            mtype=summary[rmr.RMR_MS_MSG_TYPE],
+            payload=summary[rmr.RMR_MS_PAYLOAD].hex(),
+        )
+        xapp.rmr_free(sbuf)
+
+    def default(xapp: RMRXapp, summary: dict, sbuf: object) -> None:
+        emit(event="other", mtype=summary[rmr.RMR_MS_MSG_TYPE])
+        xapp.rmr_free(sbuf)
+
+    xapp = RMRXapp(default, rmr_port=args.rmr_port, use_fake_sdl=False)
+    xapp.register_callback(on_indication, 12050)
+    xapp.register_callback(on_answer, 12041)
+    xapp.register_callback(on_answer, 12042)
+    xapp.run(thread=True)
+    url = os.environ["SUBMGR_URL"]
+
+    sids = []
+    trigger = kpm.encode_kpm(kpm.KpmEventTrigger(10))
+    action = kpm.encode_kpm(kpm.action_definition_style4(kpm.OCC_MEASUREMENTS, granularity_ms=1))
+    r = requests.post(url, json=subscription(args, 2, trigger, action, 1), timeout=5)
+    emit(event="posted", status=r.status_code, body=r.json())
+    sids.append(r.json()["SubscriptionId"])
+    if args.rc:
+        trig = rc.encode_rc(rc.event_trigger_ue_info())
+        act = rc.encode_rc(rc.RcActionDefinition(4, (202, 17011)))
+        r = requests.post(url, json=subscription(args, 3, trig, act, 2), timeout=5)
+        emit(event="posted", status=r.status_code, body=r.json())
+        sids.append(r.json()["SubscriptionId"])
+
+    t_sub = time.time()
+    deadline = t_sub + args.timeout
+    while (counts["kpm"] < args.kpm or counts["rc"] < args.rc) and time.time() < deadline:
+        time.sleep(0.05)
+    while time.time() < t_sub + args.hold:
+        time.sleep(0.05)
+    emit(event="received", **counts)
+
+    if args.control_ue is not None:
+        from octoric.e2sm.common import Guami, UeId
+        from octoric.e2sm.e2ap_ies import RicRequestId
+
+        ue = UeId.gnb(args.control_ue, Guami(bytes.fromhex("00f110"), 1, 1, 0))
+        header, message = rc.octopus_control(
+            ue, rc.OctopusAdaptation(drb_id=1, bitrate_window_ms=80, drop_by_bitrate=False)
+        )
+        req = e2ap.RicControlRequest(RicRequestId(777, 42), 3, header, message, ack_request="ack")
+        payload = e2ap.encode_e2ap(req)
+        sbuf = rmr.rmr_alloc_msg(
+            xapp._mrc,
+            len(payload),
+            payload=payload,
+            mtype=12040,
+            meid=args.meid.encode(),
+            gen_transaction_id=True,
+        )
+        for _ in range(20):
+            sbuf = rmr.rmr_send_msg(xapp._mrc, sbuf)
+            if sbuf.contents.state == 0:
+                break
+            time.sleep(0.1)
+        emit(event="control_sent", state=sbuf.contents.state)
+        rmr.rmr_free_msg(sbuf)
+        deadline = time.time() + 10
+        while counts["answer"] == 0 and time.time() < deadline:
+            time.sleep(0.05)
+
+    for sid in sids:
+        r = requests.delete(f"{url}/{sid}", timeout=5)
+        emit(event="deleted", status=r.status_code)
+    sys.stdout.flush()
+    os._exit(0)  # RMRXapp.stop() takes ~15 s; the probe's work is done
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""`octoric run` end to end: Redis, the RIC and the live simulated gNB; the node shows in the
+status line and the run report carries the simulator's summary."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from octoric.redis_server import free_port
+from octoric.testing.ric_stack import RIC_PORTS, free_pair
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+
+
+def test_octoric_run_with_live_sim(tmp_path: Path) -> None:
+    sets = [f"report_dir={tmp_path}", f"redis.port={free_port()}"]
+    sets += [f"ric.{name}={free_pair()}" for name in RIC_PORTS]
+    argv = [sys.executable, "-m", "octoric.cli", "run", "--duration", "15", "--no-live"]
+    for s in sets:
+        argv += ["--set", s]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("[octoric")]
+    assert any("ric 1 nodes" in ln and "E2 1/1 up" in ln and "8 UEs" in ln for ln in lines), lines
+    report = json.loads((tmp_path / "latest.json").read_text())
+    sim = report["components"]["sim"]
+    summary = sim["summary"]
+    assert summary is not None, sim
+    assert summary["live"]["stopped_because"] == "signal SIGTERM"
+    assert len(summary["ues"]) == 8 and len(summary["cells"]) == 2
+    assert summary["sim_seconds"] > 5
+    assert all(f["frames_decoded"] > 0 for f in summary["flows"])
+    assert all(f["frame_latency_ms"]["p50"] is not None for f in summary["flows"])
+    assert summary["live"]["nodes"][0]["stats"]["setups"] == 1
+    assert "sim_seconds=" in p.stdout  # the end-of-run summary line

@@ -1,0 +1,121 @@
+"""OCC feedback on the wire: REMB (+ OCCF APP) and JSON datagrams, the client parser, and the
+sender's change/refresh policy."""
+
+from __future__ import annotations
+
+import struct
+import time
+
+import pytest
+
+from octoric.xapps.occ.client import (
+    FeedbackFormatError,
+    FeedbackListener,
+    encode_json_feedback,
+    encode_remb,
+    encode_remb_feedback,
+    parse_feedback,
+    remb_fields,
+)
+from octoric.xapps.occ.feedback import FeedbackSender, UeTarget
+from octoric.xapps.occ.flows import Flow
+
+pytestmark = pytest.mark.unit
+
+
+def test_remb_layout_by_hand() -> None:
+    # 1 Mbit/s = 250000 * 2^2 (mantissa must fit 18 bits); two SSRCs -> length 4 + 2 = 6
+    pkt = encode_remb(0x11223344, 1_000_000, [0xAABBCCDD, 0x01020304])
+    assert len(pkt) == 4 * 7
+    assert pkt[:4] == bytes([0x8F, 206, 0, 6])  # V=2 P=0 FMT=15, PT=206 (PSFB), length
+    assert pkt[4:8] == bytes.fromhex("11223344") and pkt[8:12] == b"\0\0\0\0"
+    assert pkt[12:16] == b"REMB"
+    word = struct.unpack("!I", pkt[16:20])[0]
+    assert word >> 24 == 2 and (word >> 18) & 0x3F == 2 and word & 0x3FFFF == 250_000
+    assert pkt[20:] == bytes.fromhex("aabbccdd01020304")
+
+
+@pytest.mark.parametrize("bps", [0, 1, 262_143, 262_144, 12_345_678, 987_654_321_000])
+def test_remb_round_trip_within_mantissa_precision(bps: int) -> None:
+    fb = parse_feedback(encode_remb_feedback(9, bps, True, (5,)))
+    assert fb.format == "remb" and fb.fallback is True and fb.ssrcs == (5,) and fb.sender_ssrc == 9
+    assert fb.target_bps <= bps and bps - fb.target_bps < max(1, bps) * 2**-17
+    exp, mant = remb_fields(bps)
+    assert mant < 2**18 and mant << exp == int(fb.target_bps)
+
+
+def test_remb_without_occf_is_not_fallback() -> None:
+    fb = parse_feedback(encode_remb(1, 5e6, [1]))
+    assert fb.fallback is False and fb.target_bps == pytest.approx(5e6, rel=1e-5)
+
+
+def test_json_round_trip() -> None:
+    fb = parse_feedback(encode_json_feedback(17, 12_345_678.4, False, ts=1.5))
+    assert (fb.format, fb.ue, fb.target_bps, fb.fallback, fb.ts) == (
+        "json",
+        17,
+        12_345_678,
+        False,
+        1.5,
+    )
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"{",
+        b'{"ue": "a", "target_bps": 1, "fallback": false}',
+        b'{"ue": 1, "target_bps": -1, "fallback": false}',
+        b'{"ue": 1, "target_bps": 1, "fallback": 0}',
+        b"[1]",
+        b"\x8f\xce\x00\x06REMB",  # length beyond the datagram
+        bytes([0x8F, 206, 0, 4]) + b"\0" * 8 + b"XXXX" + b"\0" * 4,  # no REMB identifier
+        bytes([0x80, 200, 0, 0]),  # an RTCP packet, but no REMB
+        b"\x00garbage",
+    ],
+)
+def test_bad_datagrams_raise(data: bytes) -> None:
+    with pytest.raises(FeedbackFormatError):
+        parse_feedback(data)
+
+
+def test_sender_policy_change_fallback_and_refresh() -> None:
+    lst = FeedbackListener()
+    try:
+        s = FeedbackSender(min_change=0.02, max_interval_s=0.05)
+        s.add(Flow("f", 7, "127.0.0.1", lst.address[1], "json"))
+        s.update(7, UeTarget(10e6, False, None, 1))
+        assert lst.get(1) is not None  # the first estimate goes out at once
+        s.update(7, UeTarget(10.1e6, False, None, 2))  # +1%: held back
+        assert lst.get(0.02) is None
+        s.update(7, UeTarget(10.5e6, False, None, 3))  # +5%: sent at once
+        fb = lst.get(0.5)
+        assert fb is not None and fb.target_bps == 10_500_000
+        s.update(7, UeTarget(10.5e6, True, None, 4))  # fallback flips: sent at once
+        fb = lst.get(0.5)
+        assert fb is not None and fb.fallback
+        stop = __import__("threading").Event()
+        s.start_timer(stop)
+        time.sleep(0.5)
+        stop.set()
+        got = lst.drain()
+        assert 5 <= len(got) <= 12  # refreshed every ~50 ms (10 expected), never more often
+        s.remove("f")
+        s.update(7, UeTarget(1e6, False, None, 5))
+        assert lst.get(0.1) is None
+    finally:
+        lst.close()
+
+
+def test_guami_mismatch_is_not_sent() -> None:
+    lst = FeedbackListener()
+    try:
+        s = FeedbackSender()
+        s.add(Flow("f", 7, "127.0.0.1", lst.address[1], "json", guami="00f110:1:1:0"))
+        s.update(7, UeTarget(1e6, False, "00f110:2:1:0", 1))
+        assert lst.get(0.1) is None and s.counters["guami_mismatch"] == 1
+        s.update(7, UeTarget(2e6, False, "00f110:1:1:0", 2))
+        assert lst.get(1) is not None
+    finally:
+        lst.close()

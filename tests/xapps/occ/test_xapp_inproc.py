@@ -1,0 +1,96 @@
+"""The OCC xApp's message handling in-process (no RMR, SDL in memory): KPM indications feed
+the engine, RC REPORT style 4 handover phases and 30501 events set and clear the fallback,
+bad RC input is counted."""
+
+from __future__ import annotations
+
+import pytest
+from ricsdl.syncstorage import SyncStorage
+
+from octoric.e2sm import e2ap, rc
+from octoric.e2sm.common import UeId
+from octoric.e2sm.e2ap_ies import RicRequestId
+from octoric.redis_server import free_port
+from octoric.xapps.base.sdl import SdlStore
+from octoric.xapps.base.shell import RmrMessage
+from octoric.xapps.occ.messages import HoEvent, encode
+from octoric.xapps.occ.rc_input import PARAM_HO_PHASE, PARAM_NR_CELL
+from octoric.xapps.occ.xapp import OccXapp
+
+from .kpm_source import GUAMI, OccIndications
+
+pytestmark = pytest.mark.unit
+
+
+class _Sub:
+    request_id = RicRequestId(123, 5)
+
+
+def _rc_pdu(ue: UeId, phase: int | None, sn: int) -> bytes:
+    params = [rc.RanParam(PARAM_NR_CELL, rc.Element(rc.Bits(0x19B001, 36)))]
+    if phase is not None:
+        params.append(rc.RanParam(PARAM_HO_PHASE, rc.Element(phase)))
+    hdr = rc.encode_rc(rc.RcIndicationHeader(1, 2))
+    msg = rc.encode_rc(rc.RcIndicationMessage(ue_params=((ue, tuple(params)),)))
+    return e2ap.encode_e2ap(e2ap.RicIndication(RicRequestId(123, 6), 3, 1, hdr, msg, sn=sn))
+
+
+@pytest.fixture
+def xapp() -> OccXapp:
+    sdl = SdlStore("occ", storage=SyncStorage(fake_db_backend="dict"))
+    return OccXapp(free_port(), free_port(), sdl=sdl)
+
+
+def test_kpm_then_rc_handover(xapp: OccXapp) -> None:
+    src = OccIndications([101, 102], pool_periods=4)
+    sn = 0
+
+    def kpm_step() -> None:
+        nonlocal sn
+        h, m = src(_Sub, sn)
+        pdu = e2ap.encode_e2ap(e2ap.RicIndication(RicRequestId(123, 5), 2, 1, h, m, sn=sn))
+        xapp.on_indication(RmrMessage(12050, 5, "gnb_a", pdu))
+        sn += 1
+
+    for _ in range(20):
+        kpm_step()
+    assert sorted(xapp.latest) == [101, 102] and not xapp.latest[101].fallback
+    ue = UeId.gnb(101, GUAMI)
+    xapp.on_indication(RmrMessage(12050, 6, "gnb_a", _rc_pdu(ue, 1, 0)))
+    assert xapp.latest[101].fallback and xapp.latest[101].handover
+    assert not xapp.latest[102].fallback
+    kpm_step()
+    assert xapp.latest[101].fallback  # still in the handover
+    xapp.on_indication(RmrMessage(12050, 6, "gnb_b", _rc_pdu(ue, 2, 1)))
+    assert not xapp.latest[101].fallback and not xapp.latest[101].handover
+    # an RC entry without the phase parameter, a UE without AMF-UE-NGAP-ID, garbage
+    xapp.on_indication(RmrMessage(12050, 6, "gnb_a", _rc_pdu(ue, None, 2)))
+    du = UeId("gNB-DU-UEID", f1ap_ids=(3,))
+    xapp.on_indication(RmrMessage(12050, 6, "gnb_a", _rc_pdu(du, 1, 3)))
+    bad = e2ap.encode_e2ap(
+        e2ap.RicIndication(RicRequestId(123, 6), 3, 1, b"\x00", b"\xff\xff", sn=4)
+    )
+    xapp.on_indication(RmrMessage(12050, 6, "gnb_a", bad))
+    assert xapp.counters["rc_ho_start"] == 1 and xapp.counters["rc_ho_end"] == 1
+    assert xapp.counters["rc_entries_without_handover"] == 2
+    assert xapp.rejected["rc_undecodable"] == 1
+    # 30501 does the same
+    xapp.on_ho_event(RmrMessage(30501, -1, "", encode(HoEvent(102, "start").to_json())))
+    assert xapp.latest[102].fallback
+    xapp.on_ho_event(RmrMessage(30501, -1, "", encode(HoEvent(102, "end").to_json())))
+    assert not xapp.latest[102].fallback
+
+
+def test_subscription_requests(xapp: OccXapp) -> None:
+    from octoric.ric.submgr import parse_request
+
+    for kind, ranf in (("kpm", 2), ("rc", 3)):
+        body = xapp.subscription_request("gnb_a", "sid", kind).body()
+        common, _ = parse_request(body)
+        assert common["ran_function_id"] == ranf and body["SubscriptionId"] == "sid"
+    kpm_act = bytes(xapp.subscription_request("gnb_a", "s").body()["SubscriptionDetails"][0][
+        "ActionToBeSetupList"][0]["ActionDefinition"])  # fmt: skip
+    from octoric.e2sm import kpm
+
+    d = kpm.decode_kpm(kpm.KpmActionDefinition, kpm_act)
+    assert d.style == 4 and d.format.subscription.granularity_ms == 1  # type: ignore[union-attr]

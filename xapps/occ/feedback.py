@@ -1,0 +1,157 @@
+"""Sends each registered flow its UE's target rate and fallback flag over UDP.
+
+A flow gets a datagram when the target moved by more than ``min_change`` (2%) since the last
+one it got, when the fallback flag flipped, and at least every ``max_interval_s`` (50 ms)
+while the UE has an estimate. ``update`` is called per indication (change-driven sends go out
+at once); ``tick`` runs from a timer thread for the periodic refresh.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import socket
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+from octoric.xapps.occ.client import encode_json_feedback, encode_remb_feedback
+from octoric.xapps.occ.flows import Flow
+
+log = logging.getLogger("xapps.occ.feedback")
+
+
+@dataclass
+class UeTarget:
+    target_bps: float
+    fallback: bool
+    guami: str | None
+    t_ms: int  # time of the estimate (ms)
+
+
+@dataclass
+class _Sent:
+    target_bps: float
+    fallback: bool
+    at: float  # monotonic
+
+
+class FeedbackSender:
+    def __init__(self, min_change: float = 0.02, max_interval_s: float = 0.05) -> None:
+        self.min_change, self.max_interval_s = min_change, max_interval_s
+        self.flows: dict[str, Flow] = {}
+        self.targets: dict[int, UeTarget] = {}
+        self.counters: Counter[str] = Counter()
+        self._sent: dict[str, _Sent] = {}
+        self._by_ue: dict[int, set[str]] = {}
+        self._lock = threading.Lock()
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._sock6: socket.socket | None = None
+
+    # --- registry -------------------------------------------------------------------------
+    def add(self, flow: Flow) -> None:
+        with self._lock:
+            old = self.flows.get(flow.id)
+            if old is not None:
+                self._by_ue.get(old.ue, set()).discard(flow.id)
+            self.flows[flow.id] = flow
+            self._by_ue.setdefault(flow.ue, set()).add(flow.id)
+            self._sent.pop(flow.id, None)
+            t = self.targets.get(flow.ue)
+            if t is not None:  # a new flow hears the current target at once
+                self._send(flow, t, time.monotonic())
+
+    def remove(self, flow_id: str) -> Flow | None:
+        with self._lock:
+            flow = self.flows.pop(flow_id, None)
+            if flow is not None:
+                self._by_ue.get(flow.ue, set()).discard(flow_id)
+                self._sent.pop(flow_id, None)
+            return flow
+
+    def list_flows(self) -> list[Flow]:
+        with self._lock:
+            return sorted(self.flows.values(), key=lambda f: f.id)
+
+    def set_policy(self, min_change: float, max_interval_s: float) -> None:
+        with self._lock:
+            self.min_change, self.max_interval_s = min_change, max_interval_s
+
+    # --- estimates --------------------------------------------------------------------------
+    def update(self, ue: int, target: UeTarget) -> None:
+        """A new estimate for ``ue``: send to its flows if it changed enough."""
+        if not math.isfinite(target.target_bps):
+            return
+        with self._lock:
+            self.targets[ue] = target
+            ids = self._by_ue.get(ue)
+            if not ids:
+                return
+            now = time.monotonic()
+            for fid in ids:
+                flow = self.flows[fid]
+                last = self._sent.get(fid)
+                if last is None or self._due(last, target, now):
+                    self._send(flow, target, now)
+
+    def forget(self, ue: int) -> None:
+        with self._lock:
+            self.targets.pop(ue, None)
+
+    def _due(self, last: _Sent, t: UeTarget, now: float) -> bool:
+        if last.fallback != t.fallback or now - last.at >= self.max_interval_s:
+            return True
+        base = max(last.target_bps, 1.0)
+        return abs(t.target_bps - last.target_bps) / base > self.min_change
+
+    def tick(self) -> None:
+        """Refresh every flow whose last datagram is ``max_interval_s`` old."""
+        with self._lock:
+            now = time.monotonic()
+            for fid, flow in self.flows.items():
+                t = self.targets.get(flow.ue)
+                if t is None:
+                    continue
+                last = self._sent.get(fid)
+                if last is None or now - last.at >= self.max_interval_s:
+                    self._send(flow, t, now)
+
+    def _send(self, flow: Flow, t: UeTarget, now: float) -> None:
+        if flow.guami is not None and t.guami is not None and flow.guami != t.guami:
+            self.counters["guami_mismatch"] += 1
+            return
+        if flow.format == "remb":
+            data = encode_remb_feedback(flow.sender_ssrc, t.target_bps, t.fallback, flow.ssrcs)
+        else:
+            data = encode_json_feedback(flow.ue, t.target_bps, t.fallback)
+        try:
+            if ":" in flow.host:
+                if self._sock6 is None:
+                    self._sock6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+                self._sock6.sendto(data, (flow.host, flow.port))
+            else:
+                self._sock.sendto(data, (flow.host, flow.port))
+        except OSError as e:  # e.g. ICMP port unreachable from an earlier datagram
+            self.counters[f"send_error_{type(e).__name__}"] += 1
+            # count it as sent: retrying at once would only hammer a dead receiver
+        else:
+            self.counters[f"sent_{flow.format}"] += 1
+        self._sent[flow.id] = _Sent(t.target_bps, t.fallback, now)
+
+    timer_running = False
+
+    def start_timer(self, stop: threading.Event, period_s: float = 0.01) -> None:
+        self.timer_running = True
+        threading.Thread(
+            target=self.run_timer, args=(stop, period_s), name="feedback", daemon=True
+        ).start()
+
+    def run_timer(self, stop: threading.Event, period_s: float = 0.01) -> None:
+        """The refresh loop (run in a thread)."""
+        while not stop.wait(period_s):
+            try:
+                self.tick()
+            except Exception:  # the timer must outlive any one bad send
+                self.counters["timer_errors"] += 1
+                log.exception("feedback tick failed")

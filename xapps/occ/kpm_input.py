@@ -1,0 +1,134 @@
+"""One RIC indication (E2AP bytes) -> the OCC engine's input: UE ids, start time and the
+metric -> (n_ue, n_granule) arrays.
+
+Faults are ``IndicationError`` with a stable ``reason`` (the counter key): ``undecodable``
+(E2AP or E2SM-KPM bytes), ``not_kpm`` (another RAN function), ``not_ue_level`` (format 1/2:
+no per-UE reports), ``granularity`` (not 1 ms), ``missing_metric``, ``empty``. Rows of UEs the
+engine cannot key (no AMF-UE-NGAP-ID: gNB-DU-UEID or other UEID kinds) are dropped and
+counted as ``unknown_ue``; an indication with none left is rejected with that reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from octoric.e2sm import kpm
+from octoric.e2sm.e2ap import RicIndication
+from octoric.e2sm.errors import E2smError
+from octoric.e2sm.fastpath import decode_ric_indication
+from octoric.e2sm.indication import parse_indication
+from octoric.xapps.base.errors import XappError
+from octoric.xapps.occ import metrics as M
+from octoric.xapps.occ.records import guami_str
+
+FloatArray = npt.NDArray[np.float64]
+
+
+class IndicationError(XappError):
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        super().__init__(f"indication rejected ({reason}): {message}")
+
+
+@dataclass
+class EngineInput:
+    sn: int | None  # RICindicationSN (optional in E2AP)
+    ran_function_id: int
+    t0_ms: int
+    ue_ids: npt.NDArray[np.int64]
+    guamis: list[str | None]
+    metrics: dict[str, FloatArray]
+    n_granules: int
+    dropped: dict[str, int] = field(default_factory=dict)  # reason -> rows dropped
+
+
+def decode_indication(pdu: bytes) -> RicIndication:
+    """The E2AP RIC indication envelope (header and message stay bytes)."""
+    try:
+        return decode_ric_indication(pdu)
+    except E2smError as e:
+        raise IndicationError("undecodable", str(e)) from None
+    except (ValueError, TypeError, IndexError, KeyError) as e:  # decoder edge cases
+        raise IndicationError("undecodable", f"{type(e).__name__}: {e}") from None
+
+
+def engine_input(pdu: bytes | RicIndication, granularity_ms: int = 1) -> EngineInput:
+    ind = pdu if isinstance(pdu, RicIndication) else decode_indication(pdu)
+    if ind.ran_function_id != kpm.RAN_FUNCTION_ID:
+        raise IndicationError(
+            "not_kpm", f"RAN function {ind.ran_function_id}, expected KPM ({kpm.RAN_FUNCTION_ID})"
+        )
+    try:
+        cols = parse_indication(ind.header, ind.message)
+    except E2smError as e:
+        raise IndicationError("undecodable", str(e)) from None
+    except (ValueError, TypeError, IndexError, KeyError) as e:  # decoder edge cases
+        raise IndicationError("undecodable", f"{type(e).__name__}: {e}") from None
+    if cols.ue_ids == [None] or not cols.ue_ids:
+        raise IndicationError("not_ue_level", "no per-UE reports (KPM format 3 expected)")
+    if cols.granularity_ms is None:
+        cols.granularity_ms = granularity_ms  # not in the message: the subscription's
+    if cols.granularity_ms != granularity_ms:
+        raise IndicationError(
+            "granularity", f"granularity {cols.granularity_ms} ms, expected {granularity_ms} ms"
+        )
+    n_g = cols.values.shape[2]
+    if n_g == 0:
+        raise IndicationError("empty", "no granules")
+    missing = [m for m in M.REQUIRED if m not in cols.metrics]
+    if missing:
+        raise IndicationError("missing_metric", f"missing measurements {missing}")
+    keep = []
+    ids = []
+    guamis: list[str | None] = []
+    for i, u in enumerate(cols.ue_ids):
+        if u is None or u.kind != "gNB-UEID" or u.amf_ue_ngap_id is None:
+            continue
+        keep.append(i)
+        ids.append(u.amf_ue_ngap_id)
+        guamis.append(guami_str(u.guami))
+    dropped = {}
+    if len(keep) < len(cols.ue_ids):
+        dropped["unknown_ue"] = len(cols.ue_ids) - len(keep)
+    if not keep:
+        raise IndicationError(
+            "unknown_ue", "no UE carries an AMF-UE-NGAP-ID (UEID-GNB); cannot key any UE"
+        )
+    rows = np.asarray(keep)
+    metrics = {}
+    for name in (*M.REQUIRED, M.PRB_TOTAL):
+        if name in cols.metrics:
+            metrics[name] = np.ascontiguousarray(cols.values[rows, cols.metrics.index(name), :])
+    return EngineInput(
+        ind.sn,
+        ind.ran_function_id,
+        round(cols.collect_start * 1000.0),
+        np.asarray(ids, dtype=np.int64),
+        guamis,
+        metrics,
+        n_g,
+        dropped,
+    )
+
+
+def without_rows(inp: EngineInput, bad_ue_ids: tuple[int, ...], reason: str) -> EngineInput | None:
+    """``inp`` minus the rows of ``bad_ue_ids`` (None if nothing is left)."""
+    bad = np.isin(inp.ue_ids, np.asarray(bad_ue_ids, dtype=np.int64))
+    if bad.all():
+        return None
+    keep = ~bad
+    dropped = dict(inp.dropped)
+    dropped[reason] = dropped.get(reason, 0) + int(bad.sum())
+    return EngineInput(
+        inp.sn,
+        inp.ran_function_id,
+        inp.t0_ms,
+        inp.ue_ids[keep],
+        [g for g, k in zip(inp.guamis, keep.tolist(), strict=True) if k],
+        {k: np.ascontiguousarray(v[keep]) for k, v in inp.metrics.items()},
+        inp.n_granules,
+        dropped,
+    )

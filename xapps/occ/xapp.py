@@ -1,0 +1,639 @@
+"""The OCC xApp: KPM indications in, per-UE available bandwidth out.
+
+- discovers E2 nodes in the R-NIB and subscribes each to KPM report style 4 (every UE,
+  granularity 1 ms, reporting period ``reporting_period_ms``) through submgr's REST API,
+  and, where the node offers E2SM-RC, to RC REPORT style 4 (handover phases);
+- per KPM RIC_INDICATION (12050): columns -> ``OccEngine.ingest`` -> one OCTORIC_ABW_REPORT
+  (30500) with every UE of the indication, and feedback datagrams to registered flows;
+- RC RIC_INDICATIONs and OCTORIC_HO_EVENT (30501) -> ``OccEngine.on_handover``;
+- REST on the HTTP port: ``/occ/v1/flows`` (register / list / delete senders),
+  ``/occ/v1/ues``, ``/occ/v1/status``, ``/metrics``, health, submgr's subscription responses;
+- SDL ``octoric.occ`` (see ``persist``): flows, UE records and engine checkpoints, so a
+  restarted xApp sends feedback again before its first indication and resumes its estimates.
+
+Threads: RMRXapp's dispatch thread runs the engine (indications, handovers, config changes);
+HTTP threads, the feedback timer, the SDL writer and node discovery only touch the engine
+through state snapshots (``latest``) under a lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections import Counter, deque
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from octoric.e2sm import kpm, rc
+from octoric.e2sm.e2ap import RicIndication
+from octoric.xapps.base.config import controls_of, typed_controls
+from octoric.xapps.base.errors import RestError, SubmgrError
+from octoric.xapps.base.http import Request, Response
+from octoric.xapps.base.metrics import Quantiles, RateMeter, StatsCollector
+from octoric.xapps.base.sdl import SdlStore
+from octoric.xapps.base.shell import RmrMessage, XappShell
+from octoric.xapps.base.subscription import (
+    SubmgrClient,
+    SubscriptionRequest,
+    SubscriptionResponse,
+)
+from octoric.xapps.occ import messages, persist, rc_input
+from octoric.xapps.occ.batch import AbwBatch
+from octoric.xapps.occ.engine import OccEngine
+from octoric.xapps.occ.errors import OccInputError
+from octoric.xapps.occ.feedback import FeedbackSender, UeTarget
+from octoric.xapps.occ.flows import Flow, parse_flow
+from octoric.xapps.occ.kpm_input import (
+    EngineInput,
+    IndicationError,
+    decode_indication,
+    engine_input,
+    without_rows,
+)
+from octoric.xapps.occ.persist import UeRecord
+from octoric.xapps.occ.resume import Resumed, resume_feedback
+from octoric.xapps.occ.xapp_config import OccXappConfig
+
+log = logging.getLogger("xapps.occ")
+RIC_INDICATION = 12050
+NAME = "occ"
+
+
+@dataclass
+class NodeSub:
+    meid: str
+    kind: str  # "kpm" (measurements) or "rc" (RC REPORT style 4: handovers)
+    subscription_id: str
+    state: str  # requesting | active | failed
+    since: float  # monotonic
+    e2_instance_id: int | None = None
+    error: str = ""
+
+
+class OccXapp:
+    def __init__(
+        self,
+        rmr_port: int,
+        http_port: int,
+        host: str = "127.0.0.1",
+        sdl: SdlStore | None = None,
+        submgr: SubmgrClient | None = None,
+        feedback: FeedbackSender | None = None,
+        resumed: Resumed | None = None,
+    ) -> None:
+        self.shell = XappShell(NAME, rmr_port, http_port, host, sdl)
+        self.sdl = self.shell.sdl
+        self.submgr = submgr or SubmgrClient()
+        self.cfg = OccXappConfig()
+        self.engine = OccEngine(self.cfg.occ_config())
+        self.fp = persist.fingerprint(self.engine.config)
+        self.feedback = feedback or FeedbackSender()
+        self.resumed = resumed  # what resume_feedback read before this object existed
+        self.latest: dict[int, UeRecord] = {}
+        self.subs: dict[str, NodeSub] = {}
+        self.counters: Counter[str] = Counter()
+        self.rejected: Counter[str] = Counter()  # indications by reason
+        self.dropped_rows: Counter[str] = Counter()  # UE rows by reason
+        self.ho_errors: Counter[str] = Counter()
+        self.last_errors: deque[dict[str, Any]] = deque(maxlen=20)
+        self.latency = Quantiles()
+        self.rate = RateMeter()
+        self.restored = {"flows": 0, "ues": 0, "checkpoints": 0}
+        self.started_at = time.time()
+        self._lock = threading.Lock()  # latest, subs
+        self._dirty: set[int] = set()
+        self._ckpt_out: dict[str, bytes] = {}
+        self._sdl_delete: set[str] = set()
+        self._last_ckpt = time.monotonic()
+        self._resubscribe = False
+        self._stop = threading.Event()
+        self.shell.on_config = self.apply_config
+        self.shell.on_subscription_response = self.on_subscription_response
+        self._routes()
+        self.shell.registry.register(StatsCollector("octoric_occ", self._stats, _LABELS, _HELP))
+
+    # --- configuration -------------------------------------------------------------------------
+    def apply_config(self, descriptor: dict[str, Any]) -> None:
+        """The descriptor's ``controls`` (raises XappConfigError, keeping the old config)."""
+        new = typed_controls(OccXappConfig, controls_of(descriptor))
+        if new == self.cfg and self.counters["config_loads"]:
+            return
+        old = self.cfg
+        new_engine_cfg = new.occ_config()
+        if new_engine_cfg != self.engine.config:
+            # different parameters: fresh estimates (checkpoints of the old config are ignored)
+            self.engine = OccEngine(new_engine_cfg)
+            self.fp = persist.fingerprint(new_engine_cfg)
+            self.counters["engine_resets"] += 1
+        self.cfg = new
+        self.feedback.set_policy(new.feedback_min_change, new.feedback_max_interval_ms / 1000.0)
+        if self.counters["config_loads"] and (
+            (old.reporting_period_ms, old.measurements)
+            != (new.reporting_period_ms, new.measurements)
+        ):
+            self._resubscribe = True
+        self.counters["config_loads"] += 1
+        log.info("configuration applied: %s", asdict(new))
+
+    # --- start / stop ------------------------------------------------------------------------
+    def start(self) -> None:
+        # a descriptor that does not validate at start is fatal (XappConfigError), as a pod
+        # would crash-loop; later edits that do not validate are refused and counted
+        self.apply_config(self.shell.load_config())
+        self.restore()
+        self.shell.start_http()
+        if not self.feedback.timer_running:
+            self.feedback.start_timer(self._stop)
+        self._warm_up()
+        threading.Thread(target=self._sdl_writer, name="sdl-writer", daemon=True).start()
+        threading.Thread(target=self._discovery, name="discovery", daemon=True).start()
+        self.shell.start_rmr(
+            {RIC_INDICATION: self.on_indication, messages.HO_EVENT: self.on_ho_event}
+        )
+        log.info("occ xApp up: RMR %d, HTTP %d", self.shell.rmr_port, self.shell.http_port)
+
+    def stop(self) -> None:
+        """Flush the state to the SDL (RMRXapp's own stop takes ~15 s; the process exits)."""
+        self._stop.set()
+        self._flush()
+        if self.shell.xapp is not None:  # so the route manager drops our routes now
+            try:
+                self.shell.xapp.deregister()
+            except Exception as e:  # best effort: appmgr may be gone already
+                log.warning("deregistration failed: %s", e)
+
+    def _warm_up(self) -> None:
+        """Load the compiled kernel now, not on the first indication."""
+        import numpy as np
+
+        from octoric.xapps.occ.metrics import REQUIRED
+
+        e = OccEngine(self.engine.config)
+        one = np.ones((1, 2))
+        e.ingest(np.array([0]), 1, {m: one for m in REQUIRED})
+
+    def restore(self) -> None:
+        """Flows and UE records (unless ``resume`` ran already), engine checkpoints."""
+        if self.resumed is None:
+            self.resumed = resume_feedback(
+                self.sdl, self.feedback, self.engine.config.expire_ms / 1000.0
+            )
+        self.latest.update(self.resumed.records)
+        self._sdl_delete.update(self.resumed.stale_keys)
+        self.restored["flows"] = self.resumed.flows
+        self.restored["ues"] = len(self.resumed.records)
+        for key, blob in self.sdl.find(persist.CKPT).items():
+            ue_s = key[len(persist.CKPT) :]
+            state = persist.unpack_state(blob, self.fp)
+            if state is None or not ue_s.isdigit():
+                self._sdl_delete.add(key)
+                continue
+            try:
+                self.engine.import_ue(int(ue_s), state)
+                self.restored["checkpoints"] += 1
+            except OccInputError as e:
+                log.warning("checkpoint %s not restored: %s", key, e)
+        log.info("restored from SDL: %s", self.restored)
+
+    # --- RMR handlers (dispatch thread) ---------------------------------------------------------
+    def _reject(self, reason: str, message: str, meid: str) -> None:
+        self.rejected[reason] += 1
+        self.last_errors.append(
+            {"at": time.time(), "meid": meid, "reason": reason, "error": message}
+        )
+        if self.rejected[reason] in (1, 10, 100) or self.rejected[reason] % 1000 == 0:
+            log.warning(
+                "indication from %s rejected (%d so far): %s", meid, self.rejected[reason], message
+            )
+
+    def on_indication(self, msg: RmrMessage) -> None:
+        t_start = time.perf_counter()
+        self.counters["indications"] += 1
+        try:
+            ind = decode_indication(msg.payload)
+            if ind.ran_function_id == rc.RAN_FUNCTION_ID:
+                self._on_rc(ind, msg.meid)
+                return
+            inp = engine_input(ind, self.cfg.granularity_ms)
+        except IndicationError as e:
+            self._reject(e.reason, str(e), msg.meid)
+            return
+        batch, used = self._ingest(inp, msg.meid)
+        if batch is None or used is None:
+            return
+        for reason, n in used.dropped.items():
+            self.dropped_rows[reason] += n
+        sent_at = time.time()
+        if self.cfg.publish_reports:
+            report = messages.abw_report(
+                batch, msg.meid, msg.sub_id, used.sn, used.n_granules, used.guamis, sent_at
+            )
+            if self.shell.send(
+                messages.ABW_REPORT, messages.encode(report), meid=msg.meid, retries=2
+            ):
+                self.counters["reports_sent"] += 1
+            else:
+                self.counters["reports_unsent"] += 1
+        self._publish_latest(batch, used, msg.meid, sent_at)
+        n = len(batch) * used.n_granules
+        self.counters["ue_samples"] += n
+        self.rate.add(time.monotonic(), n)
+        self.latency.observe(time.perf_counter() - t_start)
+        if time.monotonic() - self._last_ckpt >= self.cfg.checkpoint_period_ms / 1000.0:
+            self._checkpoint()
+
+    def _ingest(self, inp: EngineInput, meid: str) -> tuple[AbwBatch | None, EngineInput | None]:
+        """Ingest; rows the engine faults by UE are dropped and the rest retried once."""
+        cur: EngineInput | None = inp
+        for _ in range(2):
+            assert cur is not None
+            try:
+                return self.engine.ingest(cur.ue_ids, cur.t0_ms, cur.metrics), cur
+            except OccInputError as e:
+                if not e.bad_ue_ids:
+                    self._reject(e.reason, str(e), meid)
+                    return None, None
+                self.last_errors.append(
+                    {"at": time.time(), "meid": meid, "reason": e.reason, "error": str(e),
+                     "ues": list(e.bad_ue_ids)}
+                )  # fmt: skip
+                cur = without_rows(cur, e.bad_ue_ids, e.reason)
+                if cur is None:
+                    self._reject(e.reason, str(e), meid)
+                    return None, None
+        self._reject("internal", "rows still rejected after dropping the faulty ones", meid)
+        return None, None
+
+    def _publish_latest(self, batch: AbwBatch, inp: EngineInput, meid: str, now: float) -> None:
+        names = messages.BOTTLENECK_NAMES
+        rows = zip(
+            batch.ue_ids.tolist(), batch.target_bps.tolist(), batch.fallback.tolist(),
+            batch.handover.tolist(), batch.bottleneck.tolist(), batch.cp_bps.tolist(),
+            batch.frame_abw_bps.tolist(), batch.fair_share_bps.tolist(),
+            batch.frame_interval_ms.tolist(), inp.guamis, strict=True,
+        )  # fmt: skip
+        recs = []
+        for ue, tgt, fb, ho, bn, cp, b, cf, d, guami in rows:
+            recs.append(
+                UeRecord(ue, guami, meid, batch.t_ms, tgt, fb, ho, names.get(bn, "unknown"),
+                         cp, b, cf, d, now)
+            )  # fmt: skip
+        with self._lock:
+            for r in recs:
+                self.latest[r.ue] = r
+                self._dirty.add(r.ue)
+        for r in recs:
+            self.feedback.update(r.ue, UeTarget(r.target_bps, r.fallback, r.guami, r.t_ms))
+
+    def on_ho_event(self, msg: RmrMessage) -> None:
+        try:
+            ev = messages.parse_ho_event(msg.payload)
+        except messages.HoEventError as e:
+            self.ho_errors[e.reason] += 1
+            self.last_errors.append(
+                {"at": time.time(), "meid": msg.meid, "reason": f"ho_{e.reason}", "error": str(e)}
+            )
+            return
+        self.counters[f"ho_{ev.event}"] += 1
+        self._handover(ev.ue, ev.event == "start", ev.t_ms)
+
+    def _on_rc(self, ind: RicIndication, meid: str) -> None:
+        """RC REPORT style 4 from a node: handover starts and ends."""
+        try:
+            events, skipped = rc_input.handovers(ind)
+        except rc_input.RcInputError as e:
+            self._reject(f"rc_{e.reason}", str(e), meid)
+            return
+        self.counters["rc_indications"] += 1
+        if skipped:
+            self.counters["rc_entries_without_handover"] += skipped
+        for ev in events:
+            self.counters["rc_ho_start" if ev.start else "rc_ho_end"] += 1
+            self._handover(ev.ue, ev.start, None)
+
+    def _handover(self, ue: int, start: bool, t_ms: int | None) -> None:
+        self.engine.on_handover(ue, start, t_ms)
+        latest = self.engine.latest(ue)
+        if latest is None:
+            return
+        fallback = latest[1]
+        with self._lock:
+            rec = self.latest.get(ue)
+            if rec is not None:
+                rec = replace(rec, fallback=fallback, handover=start, updated_at=time.time())
+                self.latest[ue] = rec
+                self._dirty.add(ue)
+        if rec is not None:
+            self.feedback.update(ue, UeTarget(rec.target_bps, fallback, rec.guami, rec.t_ms))
+
+    def _checkpoint(self) -> None:
+        """Engine state of every UE -> the SDL writer; forget UEs the engine expired."""
+        self._last_ckpt = time.monotonic()
+        blobs = {}
+        for ue in self.engine.ue_ids:
+            state = self.engine.export_ue(ue)
+            if state is not None:
+                blobs[f"{persist.CKPT}{ue}"] = persist.pack_state(state, self.fp)
+        known = set(self.engine.ue_ids)
+        horizon = time.time() - self.engine.config.expire_ms / 1000.0
+        with self._lock:
+            gone = [u for u, r in self.latest.items() if u not in known and r.updated_at < horizon]
+            for u in gone:
+                del self.latest[u]
+                self._sdl_delete.update({f"{persist.UE}{u}", f"{persist.CKPT}{u}"})
+            self._ckpt_out.update(blobs)
+        for u in gone:
+            self.feedback.forget(u)
+        self.counters["checkpoints"] += 1
+
+    # --- SDL writer -------------------------------------------------------------------------------
+    def _flush(self) -> None:
+        with self._lock:
+            dirty = {
+                f"{persist.UE}{u}": self.latest[u].to_json()
+                for u in self._dirty
+                if u in self.latest
+            }
+            self._dirty.clear()
+            blobs, self._ckpt_out = self._ckpt_out, {}
+            deletes, self._sdl_delete = self._sdl_delete, set()
+        try:
+            self.sdl.set_many_json(dirty)
+            self.sdl.set_many(blobs)
+            self.sdl.delete(*deletes)
+        except Exception as e:  # Redis down: keep running, retry the UE records next time
+            self.counters["sdl_errors"] += 1
+            log.warning("SDL write failed: %s", e)
+
+    def _sdl_writer(self) -> None:
+        while not self._stop.wait(self.cfg.state_period_ms / 1000.0):
+            self._flush()
+
+    # --- subscriptions ----------------------------------------------------------------------------
+    def _clear_stale_subscriptions(self) -> None:
+        """Subscriptions a previous run of this xApp left behind: delete them at submgr."""
+        for key, d in self.sdl.find_json(persist.SUB).items():
+            sid = d.get("subscription_id") if isinstance(d, dict) else None
+            if isinstance(sid, str):
+                try:
+                    self.submgr.delete(sid)
+                    self.counters["stale_subscriptions_deleted"] += 1
+                except SubmgrError as e:
+                    log.warning("could not delete stale subscription %s: %s", sid, e)
+            self.sdl.delete(key)
+
+    def subscription_request(self, meid: str, sid: str, kind: str = "kpm") -> SubscriptionRequest:
+        if kind == "rc":
+            ranf, trigger, action = (
+                rc.RAN_FUNCTION_ID,
+                rc_input.event_trigger(),
+                rc_input.action_definition(),
+            )
+        else:
+            ranf = kpm.RAN_FUNCTION_ID
+            trigger = kpm.encode_kpm(kpm.KpmEventTrigger(self.cfg.reporting_period_ms))
+            action = kpm.encode_kpm(
+                kpm.action_definition_style4(
+                    self.cfg.measurements, granularity_ms=self.cfg.granularity_ms
+                )
+            )
+        return SubscriptionRequest(
+            meid, ranf, trigger, action, self.shell.host,
+            self.shell.http_port, self.shell.rmr_port, xapp_event_instance_id=1,
+            subscription_id=sid,
+        )  # fmt: skip
+
+    def subscribe(self, meid: str, kind: str = "kpm") -> None:
+        sid = f"occ-{kind}-{uuid.uuid4().hex[:12]}"  # ours: the response cannot outrun our record
+        sub = NodeSub(meid, kind, sid, "requesting", time.monotonic())
+        key = f"{kind}.{meid}"
+        with self._lock:
+            self.subs[key] = sub
+        self.sdl.set_json(
+            f"{persist.SUB}{key}", {"subscription_id": sid, "meid": meid, "kind": kind}
+        )
+        try:
+            self.submgr.subscribe(self.subscription_request(meid, sid, kind))
+            self.counters["subscriptions_requested"] += 1
+        except SubmgrError as e:
+            sub.state, sub.error = "failed", str(e)
+            self.counters["subscription_errors"] += 1
+            log.warning("%s subscription to %s failed: %s", kind, meid, e)
+
+    def unsubscribe(self, key: str) -> None:
+        with self._lock:
+            sub = self.subs.pop(key, None)
+        if sub is None:
+            return
+        try:
+            self.submgr.delete(sub.subscription_id)
+        except SubmgrError as e:
+            log.warning("could not delete subscription %s: %s", sub.subscription_id, e)
+        self.sdl.delete(f"{persist.SUB}{key}")
+
+    def on_subscription_response(self, resp: SubscriptionResponse) -> None:
+        with self._lock:
+            sub = next(
+                (s for s in self.subs.values() if s.subscription_id == resp.subscription_id), None
+            )
+        if sub is None:
+            self.counters["unknown_subscription_responses"] += 1
+            raise RestError(404, "unknown_subscription", f"no subscription {resp.subscription_id}")
+        inst = resp.instances[0] if resp.instances else None
+        if inst is not None and inst.ok:
+            sub.state, sub.e2_instance_id, sub.error = "active", inst.e2_event_instance_id, ""
+            self.counters["subscriptions_active"] += 1
+            self.sdl.set_json(
+                f"{persist.SUB}{sub.kind}.{sub.meid}",
+                {"subscription_id": sub.subscription_id, "meid": sub.meid, "kind": sub.kind,
+                 "e2_instance_id": inst.e2_event_instance_id},
+            )  # fmt: skip
+        else:
+            sub.state = "failed"
+            sub.error = inst.error_cause if inst else "no subscription instance in the response"
+            self.counters["subscription_errors"] += 1
+            log.warning("%s subscription to %s failed: %s", sub.kind, sub.meid, sub.error)
+
+    def _discovery(self) -> None:
+        try:
+            self._clear_stale_subscriptions()
+        except Exception as e:  # SDL or submgr down: carry on, nodes are subscribed anyway
+            log.warning("clearing stale subscriptions failed: %s", e)
+        while not self._stop.is_set():
+            try:
+                self._discover_once()
+            except Exception as e:  # keep discovering whatever one round hit
+                self.counters["discovery_errors"] += 1
+                log.warning("node discovery failed: %s", e)
+            self._stop.wait(self.cfg.discovery_period_s)
+
+    def _discover_once(self) -> None:
+        if self.shell.xapp is None:
+            return
+        if self._resubscribe:
+            self._resubscribe = False
+            for key in list(self.subs):
+                self.unsubscribe(key)
+        now = time.monotonic()
+        for node in self.shell.rnib_nodes():
+            if self.cfg.nodes and node.meid not in self.cfg.nodes:
+                continue
+            if not node.connected:
+                continue
+            kinds = []
+            if node.has_function(kpm.OID, kpm.RAN_FUNCTION_ID):
+                kinds.append("kpm")
+            if self.cfg.rc_handover_reports and node.has_function(rc.OID):
+                kinds.append("rc")
+            for kind in kinds:
+                key = f"{kind}.{node.meid}"
+                sub = self.subs.get(key)
+                retry = sub is not None and (
+                    (sub.state == "failed" and now - sub.since > 2 * self.cfg.discovery_period_s)
+                    or (
+                        sub.state == "requesting"
+                        and now - sub.since > self.cfg.subscription_timeout_s
+                    )
+                )
+                if sub is None or retry:
+                    if sub is not None:
+                        self.unsubscribe(key)
+                    self.subscribe(node.meid, kind)
+        for key, sub in list(self.subs.items()):
+            if (self.cfg.nodes and sub.meid not in self.cfg.nodes) or (
+                sub.kind == "rc" and not self.cfg.rc_handover_reports
+            ):
+                self.unsubscribe(key)
+
+    # --- REST -----------------------------------------------------------------------------
+    def _routes(self) -> None:
+        h = self.shell.http
+        h.add("GET", "/occ/v1/status", self._status)
+        h.add(
+            "GET", "/occ/v1/ues", lambda r: Response.json([x.to_json() for x in self.ue_records()])
+        )
+        h.add("GET", "/occ/v1/ues/{ue}", self._get_ue)
+        h.add("GET", "/occ/v1/flows", lambda r: Response.json([f.to_json() for f in self.flows()]))
+        h.add("POST", "/occ/v1/flows", self._post_flow)
+        h.add("GET", "/occ/v1/flows/{id}", self._get_flow)
+        h.add("DELETE", "/occ/v1/flows/{id}", self._delete_flow)
+
+    def ue_records(self) -> list[UeRecord]:
+        with self._lock:
+            return sorted(self.latest.values(), key=lambda r: r.ue)
+
+    def flows(self) -> list[Flow]:
+        return self.feedback.list_flows()
+
+    def _get_ue(self, req: Request) -> Response:
+        ue_s = req.params["ue"]
+        if not ue_s.isdigit():
+            raise RestError(400, "bad_ue", f"UE id must be an AMF-UE-NGAP-ID, got {ue_s!r}")
+        with self._lock:
+            rec = self.latest.get(int(ue_s))
+        if rec is None:
+            raise RestError(404, "unknown_ue", f"no estimate for UE {ue_s}")
+        return Response.json(rec.to_json())
+
+    def _post_flow(self, req: Request) -> Response:
+        flow = parse_flow(req.json())
+        if flow.id in self.feedback.flows:
+            raise RestError(409, "flow_exists", f"flow {flow.id} exists; DELETE it first")
+        try:  # persisted first: a flow the SDL does not hold would not survive a restart
+            self.sdl.set_json(f"{persist.FLOW}{flow.id}", flow.to_json())
+        except Exception as e:
+            raise RestError(503, "sdl_unavailable", f"cannot store the flow: {e}") from None
+        self.feedback.add(flow)
+        self.counters["flows_registered"] += 1
+        return Response.json(flow.to_json(), 201)
+
+    def _get_flow(self, req: Request) -> Response:
+        flow = self.feedback.flows.get(req.params["id"])
+        if flow is None:
+            raise RestError(404, "unknown_flow", f"no flow {req.params['id']}")
+        return Response.json(flow.to_json())
+
+    def _delete_flow(self, req: Request) -> Response:
+        flow = self.feedback.remove(req.params["id"])
+        if flow is None:
+            raise RestError(404, "unknown_flow", f"no flow {req.params['id']}")
+        try:
+            self.sdl.delete(f"{persist.FLOW}{flow.id}")
+        except Exception as e:  # removed here; the SDL copy would come back after a restart
+            self.counters["sdl_errors"] += 1
+            log.warning("flow %s removed but not from the SDL: %s", flow.id, e)
+        self.counters["flows_deleted"] += 1
+        return Response(204)
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            subs = [asdict(s) for s in self.subs.values()]
+        return {
+            "xapp": NAME,
+            "uptime_s": round(time.time() - self.started_at, 3),
+            "ues": [r.to_json() for r in self.ue_records()],
+            "subscriptions": subs,
+            "flows": len(self.feedback.flows),
+            "restored": self.restored,
+            "counters": dict(self.counters),
+            "rejected_indications": dict(self.rejected),
+            "dropped_ue_rows": dict(self.dropped_rows),
+            "ho_event_errors": dict(self.ho_errors),
+            "rest_errors": dict(self.shell.http.counters.errors),
+            "feedback": dict(self.feedback.counters),
+            "rmr": dict(self.shell.rmr_counters),
+            "config_errors": self.shell.config_errors,
+            "last_config_error": self.shell.last_config_error,
+            "last_errors": list(self.last_errors),
+            "ue_samples_per_s": round(self.rate.rate(time.monotonic()), 1),
+            "latency_ms": {
+                q: None if (v := self.latency.quantile(float(q))) is None else round(v * 1e3, 3)
+                for q in ("0.5", "0.99")
+            },
+            "config": asdict(self.cfg),
+        }
+
+    def _status(self, req: Request) -> Response:
+        return Response.json(self.status())
+
+    def _stats(self) -> dict[str, Any]:
+        now = time.monotonic()
+        with self._lock:
+            subs = Counter(s.state for s in self.subs.values())
+        return {
+            "indications_total": self.counters["indications"],
+            "ue_samples_total": self.counters["ue_samples"],
+            "ue_samples_per_second": self.rate.rate(now),
+            "processing_latency_seconds": self.latency,
+            "ues": len(self.latest),
+            "engine_ues": len(self.engine.ue_ids),
+            "flows": len(self.feedback.flows),
+            "reports_sent_total": self.counters["reports_sent"],
+            "reports_unsent_total": self.counters["reports_unsent"],
+            "rejected_indications": self.rejected,
+            "dropped_ue_rows": self.dropped_rows,
+            "ho_event_errors": self.ho_errors,
+            "rest_errors": self.shell.http.counters.errors,
+            "feedback": Counter(self.feedback.counters),
+            "rmr": Counter(self.shell.rmr_counters),
+            "subscriptions": subs,
+            "config_errors_total": self.shell.config_errors,
+        }
+
+
+_LABELS = {
+    "rejected_indications": "reason",
+    "dropped_ue_rows": "reason",
+    "ho_event_errors": "reason",
+    "rest_errors": "reason",
+    "subscriptions": "state",
+}
+_HELP = {
+    "ue_samples_per_second": "UE x 1 ms samples processed per second (last 10 s)",
+    "processing_latency_seconds": "RMR message in -> report sent and feedback out, per indication",
+    "ues": "UEs with an estimate",
+    "rejected_indications": "indications rejected, by reason",
+    "dropped_ue_rows": "UE rows dropped from otherwise valid indications, by reason",
+}

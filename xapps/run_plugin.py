@@ -1,0 +1,218 @@
+"""How the xApps plug into ``octoric run``: one supervisor component per enabled xApp that
+exists (``xapps.enabled``; today: occ), each a child process in the RIC's environment
+(``octoric.ric.xapp_env``, built from ``<run_dir>/ric.json``), restarted if it dies.
+
+``XappComponent.status()`` is the live-summary fragment. For occ it polls the xApp's
+``/occ/v1/status`` once a second and shows the per-UE target rates
+("occ 8 UEs, ABW 12.3/8.1/... Mbit/s"); ``abw_by_ue()`` gives the same numbers keyed by
+AMF-UE-NGAP-ID, so a summary can set them beside the simulator's true capacity per UE.
+``report()`` holds the final per-UE state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import sys
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from octoric.errors import OctoricError
+from octoric.supervisor import ChildProcess, Component, RunContext
+
+log = logging.getLogger("xapps.run")
+XAPPS_DIR = Path(__file__).resolve().parent
+_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+@dataclass(frozen=True)
+class XappSpec:
+    name: str
+    module: str  # python -m <module>
+    rmr_port: int
+    http_port: int
+    status_path: str
+
+    @property
+    def descriptor_file(self) -> Path:
+        return XAPPS_DIR / self.name / "config-file.json"
+
+
+# Ports from ARCHITECTURE.md (embedded defaults).
+KNOWN: dict[str, XappSpec] = {
+    "occ": XappSpec("occ", "octoric.xapps.occ", 4560, 8090, "/occ/v1/status"),
+}
+
+
+def descriptor_for(spec: XappSpec, rmr_port: int, http_port: int) -> dict[str, Any]:
+    """The xApp's descriptor with the ports of this run."""
+    d: dict[str, Any] = json.loads(spec.descriptor_file.read_text())
+    ports = {"http": http_port, "rmr-data": rmr_port, "rmr-route": rmr_port + 1}
+    for p in (d.get("messaging") or {}).get("ports") or []:
+        if p.get("name") in ports:
+            p["port"] = ports[p["name"]]
+    return d
+
+
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    import socket
+
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def pick_ports(spec: XappSpec) -> tuple[int, int]:
+    """The ARCHITECTURE.md ports (RMR, RMR + 1 for routes, HTTP) when free; otherwise free
+    ones (e.g. a second run on this machine), which ``<run_dir>/xapps.json`` records."""
+    if all(port_free(p) for p in (spec.rmr_port, spec.rmr_port + 1, spec.http_port)):
+        return spec.rmr_port, spec.http_port
+    from octoric.redis_server import free_port
+
+    for _ in range(100):
+        rmr = free_port()
+        if rmr < 65000 and port_free(rmr + 1):
+            http = free_port()
+            if http not in (rmr, rmr + 1):
+                log.warning(
+                    "%s: default ports %d/%d busy, using RMR %d, HTTP %d",
+                    spec.name, spec.rmr_port, spec.http_port, rmr, http,
+                )  # fmt: skip
+                return rmr, http
+    raise OctoricError(f"{spec.name}: no free ports")
+
+
+def _get_json(url: str) -> Any:
+    with _NO_PROXY.open(url, timeout=1) as r:
+        return json.loads(r.read())
+
+
+def _record_ports(run_dir: Path, name: str, rmr: int, http: int, status_url: str) -> None:
+    """``<run_dir>/xapps.json``: where each xApp of this run listens (for other components,
+    e.g. the simulator registering its OCC-fed flows)."""
+    path = run_dir / "xapps.json"
+    try:
+        data = json.loads(path.read_text()) if path.exists() else {}
+    except ValueError:
+        data = {}
+    data[name] = {"rmr_port": rmr, "http_port": http, "status_url": status_url}
+    path.write_text(json.dumps(data, indent=2))
+
+
+class XappComponent:
+    """One xApp process under the supervisor."""
+
+    def __init__(
+        self, spec: XappSpec, rmr_port: int | None = None, http_port: int | None = None
+    ) -> None:
+        self.spec = spec
+        self.name = f"xapp-{spec.name}"
+        self._fixed = (rmr_port, http_port)
+        self.rmr_port = rmr_port or spec.rmr_port
+        self.http_port = http_port or spec.http_port
+        self.child: ChildProcess | None = None
+        self.last_status: dict[str, Any] = {}
+        self._poll: asyncio.Task[None] | None = None
+
+    @property
+    def status_url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}{self.spec.status_path}"
+
+    async def start(self, ctx: RunContext) -> None:
+        from octoric.ric.services import RicRuntime
+        from octoric.ric.xapp_env import xapp_environment
+
+        state = ctx.run_dir / "ric.json"
+        if not state.exists():
+            raise OctoricError(
+                f"{self.name}: no embedded RIC runtime at {state} (start the RIC first)"
+            )
+        rt = RicRuntime.read(state)
+        if self._fixed == (None, None):
+            self.rmr_port, self.http_port = pick_ports(self.spec)
+        _record_ports(ctx.run_dir, self.spec.name, self.rmr_port, self.http_port, self.status_url)
+        cfg = ctx.run_dir / f"{self.spec.name}-config-file.json"
+        cfg.write_text(
+            json.dumps(descriptor_for(self.spec, self.rmr_port, self.http_port), indent=2)
+        )
+        env = xapp_environment(rt, self.spec.name, self.rmr_port, self.http_port, cfg)
+        env.setdefault("OCTORIC_LOG_FORMAT", "json")
+        argv = [sys.executable, "-m", self.spec.module,
+                "--rmr-port", str(self.rmr_port), "--http-port", str(self.http_port)]  # fmt: skip
+        self.child = ChildProcess(self.name, argv, env=env, max_restarts=5)
+        await self.child.start(ctx)
+        self._poll = asyncio.create_task(self._poll_status())
+
+    async def _poll_status(self) -> None:
+        while True:
+            with contextlib.suppress(OSError, ValueError):  # (re)starting: keep the last one
+                self.last_status = await asyncio.to_thread(_get_json, self.status_url)
+            await asyncio.sleep(1.0)
+
+    async def stop(self) -> None:
+        if self._poll is not None:
+            self._poll.cancel()
+        with contextlib.suppress(OSError, ValueError):  # the final state, for the report
+            self.last_status = await asyncio.to_thread(_get_json, self.status_url)
+        if self.child is not None:
+            await self.child.stop()
+
+    def abw_by_ue(self) -> dict[int, float]:
+        """Latest target rate (bit/s) per UE (AMF-UE-NGAP-ID)."""
+        return {
+            int(u["ue"]): float(u["target_bps"])
+            for u in self.last_status.get("ues", [])
+            if isinstance(u.get("target_bps"), (int, float))
+        }
+
+    def status(self) -> str:
+        if self.child is None:
+            return f"{self.spec.name} -"
+        if self.child.proc is None or self.child.proc.returncode is not None:
+            return f"{self.spec.name} down"
+        if not self.last_status:
+            return f"{self.spec.name} starting"
+        abw = self.abw_by_ue()
+        if not abw:
+            subs = self.last_status.get("subscriptions", [])
+            return f"{self.spec.name} 0 UEs, {len(subs)} subs"
+        rates = "/".join(f"{abw[u] / 1e6:.1f}" for u in sorted(abw)[:8])
+        more = "/..." if len(abw) > 8 else ""
+        return f"{self.spec.name} {len(abw)} UEs, ABW {rates}{more} Mbit/s"
+
+    def report(self) -> dict[str, Any]:
+        s = self.last_status
+        return {
+            "process": self.child.report() if self.child else None,
+            "rmr_port": self.rmr_port,
+            "http_port": self.http_port,
+            "ues": s.get("ues", []),
+            "subscriptions": s.get("subscriptions", []),
+            "flows": s.get("flows"),
+            "counters": s.get("counters", {}),
+            "rejected_indications": s.get("rejected_indications", {}),
+            "ue_samples_per_s": s.get("ue_samples_per_s"),
+            "latency_ms": s.get("latency_ms"),
+        }
+
+    def failed(self) -> str | None:
+        return self.child.failed() if self.child else None
+
+
+def components(ctx: RunContext) -> list[Component]:
+    out: list[Component] = []
+    for name in ctx.config.xapps.enabled:
+        spec = KNOWN.get(name)
+        if spec is None:
+            log.info("xApp %s is enabled but not built yet; skipped", name)
+            continue
+        out.append(XappComponent(spec))
+    return out
