@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 BENCH_MODULES = [
     "octoric.ric.rmr.bench",
@@ -80,6 +81,23 @@ def discover() -> list[Benchmark]:
     return found
 
 
+def _cli_json(name: str, quick: bool) -> dict[str, Any] | None:
+    """The figures of ``octoric bench NAME --json`` when NAME is one area whose bench module
+    defines ``cli_json(quick) -> dict`` (e.g. occ: ``{"ue_samples_per_s": ...}``)."""
+    for module in BENCH_MODULES:
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name is not None and module.startswith(e.name):
+                continue
+            raise
+        fn = getattr(mod, "cli_json", None)
+        if fn is not None and any(b.area == name for b in getattr(mod, "BENCHMARKS", [])):
+            figures: dict[str, Any] = fn(quick)
+            return figures
+    return None
+
+
 def _fmt(v: float | None) -> str:
     if v is None:
         return "—"
@@ -138,6 +156,11 @@ def render_markdown(results: dict[str, list[BenchResult]], skipped: dict[str, st
 def main(
     names: Sequence[str] = (), write: str | None = None, quick: bool = False, as_json: bool = False
 ) -> int:
+    if as_json and len(names) == 1 and not write:
+        figures = _cli_json(names[0], quick)
+        if figures is not None:
+            print(json.dumps(figures))
+            return 0
     benches = discover()
     if names:
         benches = [b for b in benches if b.name in names or b.area in names]

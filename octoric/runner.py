@@ -107,6 +107,10 @@ def _summary(outcome: RunOutcome, report_path: Path) -> str:
     for name, rep in outcome.report["components"].items():
         brief = ", ".join(f"{k}={v}" for k, v in rep.items() if not isinstance(v, (dict, list)))
         lines.append(f"  {name:<12} {brief}")
+        # a component's own readable lines (e.g. the sim: OCC-fed flows' p99 frame latency)
+        lines += [
+            f"  {'':<12} {ln}" for ln in rep.get("summary_lines") or [] if isinstance(ln, str)
+        ]
     lines.append(f"  report: {report_path}")
     return "\n".join(lines)
 

@@ -167,10 +167,12 @@ class E2term:
             return None
         old = self.sessions.get(record.meid)
         if old is not None:
-            record.setups = old.record.setups + 1
             old.closed = True
             old.conn.close()
             log.info("%s reconnected; replacing its old association", record.meid)
+        prev = await self.sdl.get_json(nodes.NS, record.meid)
+        if isinstance(prev, dict):  # count setups across reconnects and e2term restarts
+            record.setups = int(prev.get("setups", 0)) + 1
         session = NodeSession(record.meid, conn, record)
         self.sessions[record.meid] = session
         await nodes.save(self.sdl, record)

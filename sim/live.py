@@ -190,6 +190,8 @@ class LiveSim:
         self._final_nodes: list[dict[str, Any]] | None = None  # as they were at the stop
         self.registered: set[int] = set()  # UEs whose occ flows the OCC xApp knows
         self.register_errors = 0
+        # per UE at the previous status: (simulated s, capacity bytes, delivered bytes)
+        self._rate_mark: tuple[float, list[float], list[float]] | None = None
 
     def slot_to_unix(self, slot: int) -> float:
         return self.t0_unix + slot * self.engine.slot_us / 1e6
@@ -300,9 +302,32 @@ class LiveSim:
         st["encode_seconds"] = round(a.stats.encode_seconds, 4)
         return {**a.status(), "stats": st}
 
+    def ue_rates(self) -> list[dict[str, Any]]:
+        """Per UE since the previous call (about the last second): the simulator's true
+        capacity (the UE's equal PRB share at its bits per PRB), its delivered throughput,
+        and the latest ABW the OCC xApp sent for it (None: none yet, or fallback)."""
+        eng = self.engine
+        now = eng.slot * eng.slot_us / 1e6
+        cap = [float(u.cap_bytes) for u in eng.ues]
+        dlv = [float(u.delivered_bytes) for u in eng.ues]
+        mark, self._rate_mark = self._rate_mark, (now, cap, dlv)
+        dt = now - mark[0] if mark is not None else now
+        out = []
+        for i, u in enumerate(eng.ues):
+            c0, d0 = (mark[1][i], mark[2][i]) if mark is not None else (0.0, 0.0)
+            abw = self.udp_abw.latest.get(u.amf_ue_ngap_id) if self.udp_abw else None
+            out.append({
+                "ue": u.amf_ue_ngap_id,
+                "capacity_kbps": round((cap[i] - c0) * 8 / dt / 1e3, 1) if dt > 0 else None,
+                "throughput_kbps": round((dlv[i] - d0) * 8 / dt / 1e3, 1) if dt > 0 else None,
+                "abw_kbps": None if abw is None else round(abw / 1e3, 1),
+            })  # fmt: skip
+        return out
+
     def status(self) -> dict[str, Any]:
         eng = self.engine
         return {
+            "ue_rates": self.ue_rates(),
             "pid": os.getpid(),
             "updated_unix": round(time.time(), 3),
             "sim_seconds": round(eng.slot * eng.slot_us / 1e6, 3),

@@ -39,10 +39,39 @@ def live_argv(ctx: RunContext) -> list[str]:
         "--json", str(ctx.run_dir / SUMMARY_FILE),
     ]  # fmt: skip
     if "occ" in ctx.config.xapps.enabled:
-        # occ flows take their target from the OCC xApp's UDP feedback
+        # the video flows are OCC-fed and take their target from the OCC xApp's UDP feedback
+        # (GCC until the first datagram and while the xApp says fallback)
         url = f"http://127.0.0.1:{OCC_HTTP_PORT}/occ/v1/flows"
+        if cfg.traffic == "video":
+            argv += ["--scheme", "occ"]
         argv += ["--feedback-port", "0", "--occ-register", url]
     return argv
+
+
+def _mbps(kbps: Any) -> str:
+    return "-" if kbps is None else f"{kbps / 1000:.1f}"
+
+
+def abw_vs_capacity(status: dict[str, Any], limit: int = 8) -> str:
+    """``ABW/cap Mbit/s 1000 2.1/3.4 1001 -/5.0 ...``: per UE, the OCC xApp's latest ABW
+    (as the sim received it; - when none or fallback) beside the simulator's true capacity
+    over the last second."""
+    rows = status.get("ue_rates") or []
+    if not rows:
+        return ""
+    parts = [f"{r['ue']} {_mbps(r.get('abw_kbps'))}/{_mbps(r.get('capacity_kbps'))}" for r in rows]
+    more = f" +{len(parts) - limit}" if len(parts) > limit else ""
+    return "ABW/cap Mbit/s " + " ".join(parts[:limit]) + more
+
+
+def occ_p99(summary: dict[str, Any]) -> dict[str, float | None]:
+    """p99 frame latency (ms) of every OCC-fed flow, keyed ``ue<AMF-UE-NGAP-ID>``."""
+    amf = {u["ue"]: u.get("amf_ue_ngap_id", u["ue"]) for u in summary.get("ues", [])}
+    return {
+        f"ue{amf.get(f['ue'], f['ue'])}": (f.get("frame_latency_ms") or {}).get("p99")
+        for f in summary.get("flows", [])
+        if f.get("scheme") == "occ"
+    }
 
 
 class SimComponent:
@@ -97,10 +126,12 @@ class SimComponent:
         up = sum(1 for n in nodes if n.get("setup"))
         ind = sum(int(n.get("indications", 0)) for n in nodes)
         subs = sum(int(n.get("subscriptions", 0)) for n in nodes)
-        return (
+        line = (
             f"sim {s.get('sim_seconds', 0):.1f}s {s.get('cells')} cells {s.get('ues')} UEs, "
             f"E2 {up}/{len(nodes)} up, {subs} subs, {ind} ind"
         )
+        abw = abw_vs_capacity(s)
+        return f"{line}; {abw}" if abw else line
 
     def report(self) -> dict[str, Any]:
         summary = self._read(SUMMARY_FILE)
@@ -113,6 +144,19 @@ class SimComponent:
         p50 = [f["frame_latency_ms"]["p50"] for f in flows if f.get("frame_latency_ms")]
         p50 = [x for x in p50 if x is not None]
         nodes = summary.get("live", {}).get("nodes", [])
+        p99 = occ_p99(summary)
+        known = [v for v in p99.values() if v is not None]
+        lines = []
+        if p99:
+            lines.append(
+                "OCC-fed flows, p99 frame latency (ms): "
+                + ", ".join(f"{k} {'-' if v is None else f'{v:.1f}'}" for k, v in p99.items())
+                + (f"; worst {max(known):.1f}" if known else "")
+            )
+        status = self._read(STATUS_FILE) or {}
+        if status.get("ue_rates"):
+            lines.append("last second, " + abw_vs_capacity(status, limit=64))
+        out.update({"occ_flows": len(p99), "occ_p99_frame_latency_ms": p99, "summary_lines": lines})
         out.update(
             {
                 "sim_seconds": summary.get("sim_seconds"),

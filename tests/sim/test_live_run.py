@@ -37,3 +37,9 @@ def test_octoric_run_with_live_sim(tmp_path: Path) -> None:
     assert all(f["frame_latency_ms"]["p50"] is not None for f in summary["flows"])
     assert summary["live"]["nodes"][0]["stats"]["setups"] == 1
     assert "sim_seconds=" in p.stdout  # the end-of-run summary line
+    # issue #7: the video flows are OCC-fed; the status sets each UE's ABW beside its true
+    # capacity, and the summary prints the OCC-fed flows' p99 frame latency
+    assert all(f["scheme"] == "occ" for f in summary["flows"])
+    assert any("ABW/cap Mbit/s 1000 " in ln for ln in lines), lines
+    assert sim["occ_flows"] == 8 and len(sim["occ_p99_frame_latency_ms"]) == 8
+    assert "OCC-fed flows, p99 frame latency (ms): ue1000 " in p.stdout, p.stdout[-2000:]

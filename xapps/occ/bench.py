@@ -68,3 +68,8 @@ BENCHMARKS = [
         description="OCC engine UE-samples/s for 100 UEs x 10 granules per KPM batch",
     )
 ]
+
+
+def cli_json(quick: bool = False) -> dict[str, float]:
+    """``octoric bench occ --json`` prints this (octoric.bench's single-area JSON hook)."""
+    return bench_engine(quick)
