@@ -24,7 +24,7 @@ from octoric.bench import Benchmark, BenchResult
 from octoric.redis_server import RedisServer, free_port
 
 RECEIVER = """
-import json, sys, time
+import ctypes, json, sys, time
 import octoric.ric.rmr  # noqa: F401
 from ricxappframe.rmr import rmr
 from octoric.ric import e2ap_envelope as env
@@ -38,7 +38,7 @@ while time.time() < end:
     sbuf = rmr.rmr_torcv_msg(ctx, sbuf, 200)
     if sbuf.contents.state != 0:
         continue
-    e = env.parse(rmr.get_payload(sbuf))
+    e = env.parse(ctypes.string_at(sbuf.contents.payload, sbuf.contents.len))
     sn = int.from_bytes(e.ie(27), "big")
     key = (rmr.rmr_get_meid(sbuf), sbuf.contents.sub_id)
     if key in last:

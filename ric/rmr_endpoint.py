@@ -125,7 +125,8 @@ class RmrEndpoint:
             s = sbuf.contents
             msg = RmrMessage(
                 mtype=s.mtype,
-                payload=rmr.get_payload(sbuf),
+                # ricxappframe's get_payload builds a Python list per byte (4.7 ms for 41 KB)
+                payload=ctypes.string_at(s.payload, s.len),
                 sub_id=s.sub_id,
                 meid=rmr.rmr_get_meid(sbuf).decode(errors="replace"),
                 xid=rmr.get_xaction(sbuf),

@@ -107,6 +107,9 @@ class VideoEncoder:
         return max(64, int(mean * math.exp(self.cx + noise)))
 
 
+PACER_MAX_QUEUE_US = 2_000_000  # libwebrtc PacingController::kMaxExpectedQueueLength
+
+
 class VideoSender:
     """Generates frames, packetizes and paces them. The engine calls ``on_frame``."""
 
@@ -172,6 +175,13 @@ class VideoSender:
         pkts: list[Packet] = []
         pace_bps = max(target * cfg.pacing_multiplier, 1e3)
         t = max(float(now_us), self.pacer_us)
+        # libwebrtc's pacer raises its rate so that its queue drains within 2 s
+        # (kMaxExpectedQueueLength); without that, a frame paced at a momentarily tiny target
+        # (e.g. the 50 kbit/s floor) delays every later frame by many seconds
+        left_us = max(now_us + PACER_MAX_QUEUE_US - t, 1000.0)
+        frame_bits = 8.0 * sum(m[0] for m in msgs)
+        if frame_bits * 1e6 / pace_bps > left_us:
+            pace_bps = frame_bits * 1e6 / left_us
         frame_msgs = []
         total_size = 0
         for size, deps, hdr, layer in msgs:

@@ -83,3 +83,17 @@ def test_bench_occ_json_prints_engine_figure(capsys: pytest.CaptureFixture[str])
     assert main(["bench", "occ", "--json", "--quick"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) == {"ue_samples_per_s"} and doc["ue_samples_per_s"] > 0
+
+
+def test_sender_pacer_queue_stays_within_two_seconds() -> None:
+    # found by the evaluation: a target that drops to the floor must not strand the frames
+    # the (lagging) encoder still sizes for the old rate for many seconds in the pacer
+    from octoric.sim.video import PACER_MAX_QUEUE_US, VideoConfig, VideoSender
+
+    snd = VideoSender(0, 1, VideoConfig(), np.random.default_rng(1), 5e6)
+    snd.on_frame(0, 5e6)
+    for k in range(1, 40):
+        now = k * 33_333
+        pkts = snd.on_frame(now, 5e4)  # the 50 kbit/s floor: 125 kbit/s pacing
+        assert pkts and max(p.send_us for p in pkts) <= now + PACER_MAX_QUEUE_US + 1
+        assert min(p.send_us for p in pkts) >= now
