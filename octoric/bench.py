@@ -108,7 +108,23 @@ def _fmt(v: float | None) -> str:
     return f"{v:.3g}"
 
 
-def render_markdown(results: dict[str, list[BenchResult]], skipped: dict[str, str]) -> str:
+def _sections(markdown: str) -> dict[str, str]:
+    """The '## name' sections of an earlier report (header line included)."""
+    out: dict[str, str] = {}
+    parts = ("\n" + markdown).split("\n## ")[1:]
+    for part in parts:
+        title = part.split("\n", 1)[0].strip()
+        out[title] = "## " + part.rstrip() + "\n"
+    return out
+
+
+def render_markdown(
+    results: dict[str, list[BenchResult]],
+    skipped: dict[str, str],
+    kept: dict[str, str] | None = None,
+) -> str:
+    """The report. ``kept``: sections of an earlier report for benchmarks not run this time."""
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = [
         "# Benchmarks",
         "",
@@ -123,12 +139,14 @@ def render_markdown(results: dict[str, list[BenchResult]], skipped: dict[str, st
         "the ratio reads as 'how many times better ours is' (>1 is better, whatever the unit).",
         "- Targets come from the issues; a missed target is reported, not hidden.",
         "",
-        f"Last run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-        f"Python {platform.python_version()}, {platform.machine()}.",
+        f"Last written: {stamp}, Python {platform.python_version()}, {platform.machine()}. "
+        "Each section says when it was measured (`octoric bench NAME --write` re-measures one "
+        "and keeps the others).",
         "",
     ]
+    lines += list((kept or {}).values())
     for bench_name, rows in results.items():
-        lines += [f"## {bench_name}", ""]
+        lines += [f"## {bench_name}", "", f"_Measured {stamp}._", ""]
         lines += [
             "| figure | ours | unit | baseline | baseline value | ratio | target | met | n |",
             "|---|---|---|---|---|---|---|---|---|",
@@ -179,7 +197,14 @@ def main(
         t0 = time.monotonic()
         results[b.name] = b.run(quick)
         print(f"[bench] {b.name} done in {time.monotonic() - t0:.1f} s", file=sys.stderr)
-    report = render_markdown(results, skipped)
+    kept: dict[str, str] = {}
+    if write and names and Path(write).exists():
+        kept = {
+            t: text
+            for t, text in _sections(Path(write).read_text()).items()
+            if t not in results and t not in skipped and t not in ("Method", "Skipped")
+        }
+    report = render_markdown(results, skipped, kept)
     if write:
         Path(write).parent.mkdir(parents=True, exist_ok=True)
         Path(write).write_text(report)

@@ -61,3 +61,17 @@ def test_pytest_no_tests_is_a_failure() -> None:
     )
     assert r.returncode == 1
     assert "summary: 0 passed, 1 failed" in r.stdout
+
+
+def test_writing_one_benchmark_keeps_the_others(tmp_path: object) -> None:
+    from pathlib import Path
+
+    out = Path(str(tmp_path)) / "b.md"
+    a = {"alpha": [bench.BenchResult("x", 1.0, "u")]}
+    out.write_text(bench.render_markdown(a | {"beta": [bench.BenchResult("y", 2.0, "u")]}, {}))
+    kept = {
+        t: s for t, s in bench._sections(out.read_text()).items() if t not in ("Method", "alpha")
+    }
+    md = bench.render_markdown({"alpha": [bench.BenchResult("x", 3.0, "u")]}, {}, kept)
+    assert "## beta" in md and "| y | 2 |" in md  # the other section survives as it was
+    assert "| x | 3 |" in md and "| x | 1 |" not in md and md.count("## alpha") == 1
