@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from pycrate_asn1rt import asnobj_basic, asnobj_construct, asnobj_str
 from pycrate_asn1rt.asnobj import ASN1CodecPER, ASN1Obj
@@ -320,3 +320,35 @@ def _describe(e: BaseException) -> str:
     # pycrate messages can embed whole values: keep the error one readable line
     msg = " ".join(msg.split())
     return msg if len(msg) <= 300 else msg[:297] + "..."
+
+
+class AsnDataclass(Protocol):
+    """What e2sm's PDU dataclasses offer: their ASN.1 type and a value-tree conversion."""
+
+    ASN_TYPE: str
+
+    def to_asn(self) -> Any: ...
+
+
+D = TypeVar("D")
+
+
+def encode_pdu(pdu: AsnDataclass) -> bytes:
+    """Aligned-PER bytes of an E2SM dataclass (its ``ASN_TYPE``)."""
+    try:
+        value = pdu.to_asn()
+    except Exception as e:
+        raise E2smEncodeError(pdu.ASN_TYPE, f"{type(e).__name__}: {e}") from None
+    return encode(pdu.ASN_TYPE, value)
+
+
+def decode_pdu(cls: type[D], data: bytes) -> D:
+    """Decode ``data`` as the E2SM dataclass ``cls`` (its ``ASN_TYPE`` and ``from_asn``)."""
+    type_name: str = cls.ASN_TYPE  # type: ignore[attr-defined]
+    value = decode(type_name, data)
+    try:
+        return cls.from_asn(value)  # type: ignore[attr-defined, no-any-return]
+    except E2smDecodeError:
+        raise
+    except Exception as e:
+        raise E2smDecodeError(type_name, f"{type(e).__name__}: {e}") from None

@@ -18,7 +18,6 @@ from typing import Any, TypeVar, Union
 
 from octoric.e2sm import codec
 from octoric.e2sm.common import Cgi, RanFunctionName, UeId, ntp_to_unix
-from octoric.e2sm.errors import E2smDecodeError, E2smEncodeError
 
 RAN_FUNCTION_ID = 2
 OID = "1.3.6.1.4.1.53148.1.2.2.2"
@@ -864,19 +863,9 @@ T = TypeVar(
 
 def encode_kpm(pdu: KpmPdu) -> bytes:
     """Aligned-PER bytes of a KPM dataclass (its ``ASN_TYPE``)."""
-    try:
-        value = pdu.to_asn()
-    except Exception as e:
-        raise E2smEncodeError(pdu.ASN_TYPE, f"{type(e).__name__}: {e}") from None
-    return codec.encode(pdu.ASN_TYPE, value)
+    return codec.encode_pdu(pdu)
 
 
 def decode_kpm(cls: type[T], data: bytes) -> T:
     """Decode ``data`` as the KPM type ``cls`` (e.g. ``decode_kpm(KpmIndicationHeader, b)``)."""
-    value = codec.decode(cls.ASN_TYPE, data)
-    try:
-        return cls.from_asn(value)
-    except E2smDecodeError:
-        raise
-    except Exception as e:
-        raise E2smDecodeError(cls.ASN_TYPE, f"{type(e).__name__}: {e}") from None
+    return codec.decode_pdu(cls, data)

@@ -22,7 +22,6 @@ from typing import Any, TypeVar
 
 from octoric.e2sm import codec
 from octoric.e2sm.common import RanFunctionName, UeId
-from octoric.e2sm.errors import E2smDecodeError, E2smEncodeError
 from octoric.e2sm.kpm import real_from_asn, real_to_asn
 
 RAN_FUNCTION_ID = 3
@@ -829,20 +828,10 @@ T = TypeVar(
 
 
 def encode_rc(pdu: RcPdu) -> bytes:
-    """Aligned-PER bytes of an RC dataclass (its ``ASN_TYPE``)."""
-    try:
-        value = pdu.to_asn()
-    except Exception as e:
-        raise E2smEncodeError(pdu.ASN_TYPE, f"{type(e).__name__}: {e}") from None
-    return codec.encode(pdu.ASN_TYPE, value)
+    """Aligned-PER bytes of a RC dataclass (its ``ASN_TYPE``)."""
+    return codec.encode_pdu(pdu)
 
 
 def decode_rc(cls: type[T], data: bytes) -> T:
     """Decode ``data`` as the RC type ``cls`` (e.g. ``decode_rc(RcControlHeader, b)``)."""
-    value = codec.decode(cls.ASN_TYPE, data)
-    try:
-        return cls.from_asn(value)
-    except E2smDecodeError:
-        raise
-    except Exception as e:
-        raise E2smDecodeError(cls.ASN_TYPE, f"{type(e).__name__}: {e}") from None
+    return codec.decode_pdu(cls, data)

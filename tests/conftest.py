@@ -49,3 +49,17 @@ def netns_pair() -> Iterator[object]:
         pytest.skip(why)
     with NetnsPair() as pair:
         yield pair
+
+
+@pytest.fixture(scope="module")
+def shared_ric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A whole embedded RIC (real Redis + its four processes, free ports) for one test module."""
+    from octoric.testing.ric_stack import start_ric, stop_ric
+
+    tmp = tmp_path_factory.mktemp("ric")
+    with RedisServer() as redis:
+        stack = start_ric(tmp, redis)
+        try:
+            yield stack
+        finally:
+            stop_ric(stack)

@@ -28,15 +28,3 @@ def loop_thread() -> Iterator[LoopThread]:
     lt = LoopThread()
     yield lt
     lt.stop()
-
-
-@pytest.fixture(scope="module")
-def shared_ric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RicStack]:
-    """One RIC for a whole module, for tests that do not disturb each other."""
-    tmp = tmp_path_factory.mktemp("ric")
-    with RedisServer() as redis:
-        stack = start_ric(tmp, redis)
-        try:
-            yield stack
-        finally:
-            stop_ric(stack)

@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,27 +19,21 @@ import numpy as np
 import pytest
 
 from octoric.e2sm import e2ap, indication, rc
-from octoric.redis_server import RedisServer, free_port
+from octoric.redis_server import free_port
 from octoric.ric.xapp_env import descriptor, xapp_environment
 from octoric.sim.live import LiveOptions, LiveSim
 from octoric.sim.measurements import KpmReport
 from octoric.sim.overrides import apply_layout
 from octoric.sim.scenario import MobilitySpec, load
-from octoric.testing.ric_stack import LoopThread, RicStack, free_pair, start_ric, stop_ric
+from octoric.testing.ric_stack import LoopThread, RicStack, free_pair
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 PROBE = Path(__file__).parent / "programs" / "e2_probe.py"
 
 
 @pytest.fixture(scope="module")
-def ric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RicStack]:
-    tmp = tmp_path_factory.mktemp("ric")
-    with RedisServer() as redis:
-        stack = start_ric(tmp, redis)
-        try:
-            yield stack
-        finally:
-            stop_ric(stack)
+def ric(shared_ric: RicStack) -> RicStack:
+    return shared_ric
 
 
 class Recorder:
