@@ -50,6 +50,23 @@ def free_pair() -> int:
     raise RuntimeError("no free port pair")
 
 
+def distinct_pairs(names: list[str]) -> dict[str, int]:
+    """A free port pair (p, p+1) per name, no two pairs overlapping (every RMR endpoint also
+    listens on p+1, so independently chosen pairs could collide)."""
+    taken: set[int] = set()
+    out: dict[str, int] = {}
+    for name in names:
+        for _ in range(200):
+            p = free_pair()
+            if not {p, p + 1} & taken:
+                break
+        else:
+            raise RuntimeError("no distinct free port pairs")
+        taken |= {p, p + 1}
+        out[name] = p
+    return out
+
+
 @dataclass
 class RicStack:
     proc: subprocess.Popen[bytes]
@@ -64,7 +81,7 @@ class RicStack:
 
 def start_ric(tmp: Path, redis: RedisServer) -> RicStack:
     overrides = ["redis.external=true", f"redis.port={redis.port}", f"report_dir={tmp}/run"]
-    ports = {name: free_pair() for name in RIC_PORTS}
+    ports = distinct_pairs(RIC_PORTS)
     overrides += [f"ric.{k}={v}" for k, v in ports.items()]
     env = dict(os.environ, OCTORIC_STATE_DIR=str(tmp / "state"), OCTORIC_LOG_FORMAT="json")
     argv = [sys.executable, "-m", "octoric.cli", "ric", "up"]

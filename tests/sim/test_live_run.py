@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from octoric.redis_server import free_port
-from octoric.testing.ric_stack import RIC_PORTS, free_pair
+from octoric.testing.ric_stack import RIC_PORTS, distinct_pairs
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 
 def test_octoric_run_with_live_sim(tmp_path: Path) -> None:
     sets = [f"report_dir={tmp_path}", f"redis.port={free_port()}"]
-    sets += [f"ric.{name}={free_pair()}" for name in RIC_PORTS]
+    sets += [f"ric.{name}={port}" for name, port in distinct_pairs(RIC_PORTS).items()]
     argv = [sys.executable, "-m", "octoric.cli", "run", "--duration", "15", "--no-live"]
     for s in sets:
         argv += ["--set", s]
