@@ -245,6 +245,10 @@ class Supervisor:
                 except Exception as e:
                     log.error("%s failed to start: %s", comp.name, e)
                     self.request_stop(f"failure: {comp.name} failed to start: {e}")
+                    try:  # it may have started parts of itself (child processes): stop them
+                        await asyncio.wait_for(comp.stop(), 20)
+                    except Exception as stop_error:
+                        log.error("cleaning up %s failed: %s", comp.name, stop_error)
                     break
                 self.started.append(comp)
                 if self._stop.is_set():

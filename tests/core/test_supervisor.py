@@ -75,7 +75,8 @@ def test_failed_start_stops_what_started(tmp_path: Path) -> None:
     comps = [Recorder("a", events), Broken("b", events), Recorder("c", events)]
     outcome = asyncio.run(Supervisor(_ctx(tmp_path, 30), comps, stream=io.StringIO()).run())
     assert outcome.reason == "failure: b failed to start: no port"
-    assert events == ["start a", "stop a"]
+    # b is asked to clean up whatever it had started; c never starts
+    assert events == ["start a", "stop b", "stop a"]
 
 
 def test_child_is_restarted_until_restarts_are_spent(tmp_path: Path) -> None:
