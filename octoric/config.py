@@ -96,25 +96,8 @@ def load(path: str | Path | None = None, overrides: list[str] | None = None) -> 
     lines: dict[str, int] = {}
     source = ""
     if path is not None:
-        p = Path(path)
-        source = str(p)
-        try:
-            text = p.read_text()
-        except OSError as e:
-            raise ConfigError(f"cannot read config file: {e.strerror}", source) from e
-        try:
-            node = yaml.compose(text)
-            loaded = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = f"{source}:{mark.line + 1}" if mark is not None else source
-            raise ConfigError(f"invalid YAML: {getattr(e, 'problem', e)}", where) from e
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise ConfigError("the top level must be a mapping", f"{source}:1")
-        data = loaded
-        lines = typed.key_lines(node)
+        source = str(path)
+        data, lines = typed.read_yaml_mapping(path, ConfigError, "config file")
     for ov in overrides or []:
         keys, value = parse_override(ov)
         cur = data
@@ -127,11 +110,11 @@ def load(path: str | Path | None = None, overrides: list[str] | None = None) -> 
     try:
         return typed.build(RunConfig, data, "", ConfigError)
     except ConfigError as e:
-        # Point at the file line when the failing key came from the file.
-        if e.where and e.where.split("[")[0] in lines:
-            raise ConfigError(
-                str(e).split(": ", 1)[1], f"{source}:{lines[e.where.split('[')[0]]} ({e.where})"
-            ) from None
+        # point at the file line when the failing key itself came from the file (an override
+        # inside a section the file also sets must not be blamed on the file)
+        line = lines.get(e.where.split("[")[0]) if e.where else None
+        if line is not None:
+            raise ConfigError(str(e).split(": ", 1)[1], f"{source}:{line} ({e.where})") from None
         raise
 
 

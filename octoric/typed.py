@@ -11,6 +11,7 @@ import dataclasses
 import types
 import typing
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
@@ -89,3 +90,36 @@ def key_lines(node: yaml.Node | None, prefix: str = "") -> dict[str, int]:
             out[p] = v.start_mark.line + 1
             out.update(key_lines(v, p))
     return out
+
+
+def read_yaml_mapping(
+    path: str | Path, error: ErrorFactory, what: str
+) -> tuple[dict[str, Any], dict[str, int]]:
+    """A YAML file whose top level is a mapping, and the line of every key path in it.
+    Errors (unreadable, bad YAML, not a mapping) name the file and line."""
+    src = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise error(f"cannot read {what}: {e.strerror}", src) from e
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{src}:{mark.line + 1}" if mark is not None else src
+        raise error(f"invalid YAML: {getattr(e, 'problem', e)}", where) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise error("the top level must be a mapping", f"{src}:1")
+    return data, key_lines(node)
+
+
+def line_of(key_path: str, lines: dict[str, int]) -> int | None:
+    """The file line of ``key_path`` or of its nearest enclosing key."""
+    key = key_path
+    while key and key not in lines:
+        i = max(key.rfind("."), key.rfind("["))
+        key = key[:i] if i > 0 else ""
+    return lines.get(key)

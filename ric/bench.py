@@ -21,7 +21,7 @@ import urllib.request
 from pathlib import Path
 
 from octoric.bench import Benchmark, BenchResult
-from octoric.redis_server import RedisServer, free_port
+from octoric.redis_server import free_port
 
 RECEIVER = """
 import ctypes, json, sys, time
@@ -116,10 +116,9 @@ def run(quick: bool) -> list[BenchResult]:
     seconds = 20.0 if quick else 300.0
     n_nodes, period = 10, 0.010
     tmp = Path(tempfile.mkdtemp(prefix="octoric-ricbench-"))
-    from octoric.testing.ric_stack import start_ric, stop_ric
+    from octoric.testing.ric_stack import running_ric
 
-    with RedisServer() as redis:
-        stack = start_ric(tmp, redis)
+    with running_ric(tmp) as stack:
         e2t_pid = int(
             subprocess.run(
                 ["pgrep", "-f", f"services e2term --state {stack.rt.run_dir}"],
@@ -187,7 +186,6 @@ def run(quick: bool) -> list[BenchResult]:
         p99 = _metric(metrics_url, "octoric_e2term_forward_latency_p99_us")
         out, _ = recv.communicate(timeout=seconds + 60)
         result = json.loads(out.strip().splitlines()[-1])
-        stop_ric(stack)
     pdu, _ = _indication_pdu(1)
     ours, full = _baseline_decode_us(pdu, 5)
     lost = result["lost"] + max(0, sent - result["received"] - result["lost"])

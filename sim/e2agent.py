@@ -510,16 +510,22 @@ class E2Agent:
             self.stats.encode_seconds += time.perf_counter() - t0
             if message is None:
                 continue  # no UE of this action at this gNB in the period
-            self._enqueue(
-                fastenc.encode_ric_indication(
-                    sub.request_id.requestor_id, sub.request_id.instance_id,
-                    sub.ran_function_id, act.action_id, header, message, sub.sn % 65536,
-                ),
-                droppable=True,
-            )  # fmt: skip
-            sub.sn += 1
-            self.stats.indications += 1
+            self._send_indication(sub, act.action_id, header, message)
             self.stats.kpm_indications += 1
+
+    def _send_indication(
+        self, sub: Subscription, action_id: int, header: bytes, message: bytes
+    ) -> None:
+        """One RICindication of ``sub``, numbered by its own sequence (RICindicationSN)."""
+        self._enqueue(
+            fastenc.encode_ric_indication(
+                sub.request_id.requestor_id, sub.request_id.instance_id,
+                sub.ran_function_id, action_id, header, message, sub.sn % 65536,
+            ),
+            droppable=True,
+        )  # fmt: skip
+        sub.sn += 1
+        self.stats.indications += 1
 
     def _granules(self, act: KpmAction, vals: np.ndarray) -> np.ndarray:
         """(slots, UEs, all measurements) -> (granules, UEs, all measurements)."""
@@ -640,15 +646,7 @@ class E2Agent:
         for sub in rc_subs:
             assert sub.rc_action_id is not None
             hdr = rc.encode_rc(rc.RcIndicationHeader(1, sub.rc_condition_id))
-            self._enqueue(
-                fastenc.encode_ric_indication(
-                    sub.request_id.requestor_id, sub.request_id.instance_id,
-                    sub.ran_function_id, sub.rc_action_id, hdr, msg, sub.sn % 65536,
-                ),
-                droppable=True,
-            )  # fmt: skip
-            sub.sn += 1
-            self.stats.indications += 1
+            self._send_indication(sub, sub.rc_action_id, hdr, msg)
             self.stats.rc_indications += 1
 
     def _nci(self, gnb: int, cell_id: int) -> int:

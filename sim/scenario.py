@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from octoric import typed
 from octoric.sim.errors import ScenarioError
 from octoric.sim.mobility import PROFILES, MobilityConfig
@@ -141,34 +139,15 @@ def build(cls: type[T], data: dict[str, Any], where: str = "") -> T:
 
 def load_file(path: str | Path) -> Scenario:
     src = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise ScenarioError(f"cannot read scenario: {e.strerror}", src) from e
-    try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{src}:{mark.line + 1}" if mark is not None else src
-        raise ScenarioError(f"invalid YAML: {getattr(e, 'problem', e)}", where) from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ScenarioError("the top level must be a mapping", f"{src}:1")
+    data, lines = typed.read_yaml_mapping(path, ScenarioError, "scenario")
     data.setdefault("name", Path(path).stem)
-    lines = typed.key_lines(node)
     try:
         sc = build(Scenario, data)
         validate(sc)
         return sc
     except ScenarioError as e:
-        key = e.where or ""
         msg = str(e).split(": ", 1)[1] if e.where else str(e)
-        while key and key not in lines:
-            i = max(key.rfind("."), key.rfind("["))
-            key = key[:i] if i > 0 else ""
-        line = lines.get(key)
+        line = typed.line_of(e.where or "", lines)
         where = f"{src}:{line} ({e.where})" if line else f"{src} ({e.where})" if e.where else src
         raise ScenarioError(msg, where) from None
 

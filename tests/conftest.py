@@ -54,12 +54,7 @@ def netns_pair() -> Iterator[object]:
 @pytest.fixture(scope="module")
 def shared_ric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A whole embedded RIC (real Redis + its four processes, free ports) for one test module."""
-    from octoric.testing.ric_stack import start_ric, stop_ric
+    from octoric.testing.ric_stack import running_ric
 
-    tmp = tmp_path_factory.mktemp("ric")
-    with RedisServer() as redis:
-        stack = start_ric(tmp, redis)
-        try:
-            yield stack
-        finally:
-            stop_ric(stack)
+    with running_ric(tmp_path_factory.mktemp("ric")) as stack:
+        yield stack

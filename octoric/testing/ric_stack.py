@@ -4,13 +4,14 @@ ports throughout (so it runs beside `make run`)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -134,6 +135,17 @@ def _terminate(proc: subprocess.Popen[bytes]) -> None:
 
 def stop_ric(stack: RicStack) -> None:
     _terminate(stack.proc)
+
+
+@contextlib.contextmanager
+def running_ric(tmp: Path) -> Iterator[RicStack]:
+    """A private Redis and a whole RIC on free ports, torn down on exit (tests, benches)."""
+    with RedisServer() as redis:
+        stack = start_ric(tmp, redis)
+        try:
+            yield stack
+        finally:
+            stop_ric(stack)
 
 
 class LoopThread:

@@ -7,20 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from octoric.redis_server import RedisServer
-from octoric.testing.ric_stack import LoopThread, RicStack, free_pair, start_ric, stop_ric
+from octoric.testing.ric_stack import LoopThread, RicStack, free_pair, running_ric
 
 __all__ = ["LoopThread", "RicStack", "free_pair"]
 
 
 @pytest.fixture
 def ric_stack(tmp_path: Path) -> Iterator[RicStack]:
-    with RedisServer() as redis:
-        stack = start_ric(tmp_path, redis)
-        try:
-            yield stack
-        finally:
-            stop_ric(stack)
+    with running_ric(tmp_path) as stack:
+        yield stack
 
 
 @pytest.fixture

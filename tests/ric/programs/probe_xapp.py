@@ -20,6 +20,7 @@ import requests
 from ricxappframe.xapp_frame import RMRXapp, rmr
 
 from octoric.e2sm import e2ap, kpm
+from octoric.testing.xapp_tools import send_with_meid
 
 EVENTS: list[dict[str, object]] = []
 LOCK = threading.Lock()
@@ -151,21 +152,8 @@ def main() -> int:
         header, message = rc.octopus_control(ue, rc.OctopusAdaptation(drb_id=1))
         req = e2ap.RicControlRequest(RicRequestId(777, 42), 3, header, message, ack_request="ack")
         payload = e2ap.encode_e2ap(req)
-        sbuf = rmr.rmr_alloc_msg(
-            xapp._mrc,
-            len(payload),
-            payload=payload,
-            mtype=12040,
-            meid=args.meid.encode(),
-            gen_transaction_id=True,
-        )
-        for _ in range(20):
-            sbuf = rmr.rmr_send_msg(xapp._mrc, sbuf)
-            if sbuf.contents.state == 0:
-                break
-            time.sleep(0.1)
-        emit(event="control_sent", state=sbuf.contents.state)
-        rmr.rmr_free_msg(sbuf)
+        state = send_with_meid(xapp._mrc, 12040, payload, args.meid)
+        emit(event="control_sent", state=state)
         deadline = time.time() + 10
         while counts["ack"] == 0 and time.time() < deadline:
             time.sleep(0.05)

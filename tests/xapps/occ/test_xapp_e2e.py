@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from octoric.redis_server import RedisServer, free_port
+from octoric.redis_server import free_port
 from octoric.ric.scripted_node import ScriptedNode
 from octoric.ric.xapp_env import xapp_environment
-from octoric.testing.ric_stack import LoopThread, RicStack, free_pair, start_ric, stop_ric
+from octoric.testing.ric_stack import LoopThread, RicStack, free_pair, running_ric
 from octoric.xapps.occ.client import FeedbackListener
 from octoric.xapps.occ.messages import load_schema
 
@@ -134,8 +134,7 @@ class Env:
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     tmp = tmp_path_factory.mktemp("occ")
-    with RedisServer() as redis:
-        stack = start_ric(tmp, redis)
+    with running_ric(tmp) as stack:
         lt = LoopThread()
         source = OccIndications(UES)
         occ = OccProc(stack, tmp, free_pair(), free_port())
@@ -156,7 +155,6 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             occ.stop()
             lt.call(node.stop())
             lt.stop()
-            stop_ric(stack)
 
 
 def _active(e: Env) -> dict[str, Any] | None:
