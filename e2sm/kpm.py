@@ -34,6 +34,10 @@ OCC_MEASUREMENTS: tuple[str, ...] = (
     "OCC.DlArrivedBytes",
     "DRB.UEThpDl",
 )
+# Measurements an xApp adds to its subscription only when the node's RAN function definition
+# lists them. OCC.PrbTotalDl: cell-level, the DL PRBs of the UE's serving carrier per DL slot
+# (the OCC engine's P_total; without it the engine uses its configured value).
+OCC_OPTIONAL_MEASUREMENTS: tuple[str, ...] = ("OCC.PrbTotalDl",)
 
 
 class NotSatisfied(enum.Enum):

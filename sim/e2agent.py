@@ -3,8 +3,10 @@ the RIC's e2term over the E2 transport (SCTP or octoric's TCP framing).
 
 - E2 Setup with two RAN functions: E2SM-KPM (ID 2) and E2SM-RC (ID 3).
 - KPM REPORT styles 1-5 from the engine's per-slot records (``KpmReport``, the agent is a
-  ``KpmSink``): styles 4/5 send format-3 indications (one format-1 report per UE) encoded with
-  the fast encoder (``octoric.e2sm.fastenc``); styles 1-3 use the generic codec.
+  ``KpmSink``) of the OCC measurements and OCC.PrbTotalDl (the serving carrier's DL PRBs;
+  the KPM RAN function definition lists it): styles 4/5 send format-3 indications (one
+  format-1 report per UE) encoded with the fast encoder (``octoric.e2sm.fastenc``); styles 1-3
+  use the generic codec.
 - RC REPORT style 4 (UE information) at handover starts and ends (a ``MobilitySink``).
 - RC CONTROL style 1, action 100 (Octopus content adaptation) configures the UE's dropper.
 - Subscription delete, reset; reconnects with exponential backoff (0.1 s .. 5 s) and forgets
@@ -51,13 +53,16 @@ GUAMI = Guami(PLMN, 1, 1, 0)
 GNB_ID_BASE = 411  # gNB g has gNB ID 411 + g (22-bit gNB IDs)
 GNB_ID_BITS = 22
 
-# The KPM measurements a gNB offers, in the column order of the agent's per-slot matrix.
-MEASUREMENTS = kpm.OCC_MEASUREMENTS
+# The KPM measurements a gNB offers, in the column order of the agent's per-slot matrix:
+# the OCC set and the optional ones (OCC.PrbTotalDl: the serving carrier's DL PRBs).
+MEASUREMENTS: tuple[str, ...] = kpm.OCC_MEASUREMENTS + kpm.OCC_OPTIONAL_MEASUREMENTS
 _COL = {name: i for i, name in enumerate(MEASUREMENTS)}
 _UE_LEVEL = ("RRU.PrbUsedDl", "OCC.McsDl", "OCC.BitsPerPrbDl", "OCC.DlBufferBytes",
              "OCC.DlArrivedBytes", "DRB.UEThpDl")  # fmt: skip
-# how a granule of several slots aggregates each measurement
-_AGG_MEAN = [_COL[n] for n in ("RRU.PrbUsedDl", "RRU.PrbAvailDl", "OCC.ActiveUesDl", "DRB.UEThpDl")]
+# how a granule of several slots aggregates each measurement (PrbTotalDl is constant per cell:
+# its mean is the carrier's PRB count, also over a handover between cells of the gNB)
+_AGG_MEAN = [_COL[n] for n in ("RRU.PrbUsedDl", "RRU.PrbAvailDl", "OCC.ActiveUesDl", "DRB.UEThpDl",
+                               "OCC.PrbTotalDl")]  # fmt: skip
 _AGG_LAST = [_COL[n] for n in ("OCC.McsDl", "OCC.BitsPerPrbDl", "OCC.DlBufferBytes")]
 _AGG_SUM = [_COL["OCC.DlArrivedBytes"]]
 
@@ -90,9 +95,8 @@ def nr_cell_identity(gnb_id: int, cell_id: int) -> int:
 
 
 def kpm_ran_function() -> RanFunction:
-    return RanFunction(
-        kpm.RAN_FUNCTION_ID, kpm.encode_kpm(kpm.octoric_ran_function_definition()), 1, kpm.OID
-    )
+    d = kpm.octoric_ran_function_definition(measurements=MEASUREMENTS)
+    return RanFunction(kpm.RAN_FUNCTION_ID, kpm.encode_kpm(d), 1, kpm.OID)
 
 
 def rc_ran_function() -> RanFunction:
@@ -185,6 +189,7 @@ class E2Agent:
         self.slot_to_unix = slot_to_unix or (lambda s: s * engine.slot_us / 1e6)
         self.cells = [c.idx for c in engine.cells if c.gnb == gnb]
         self._gnb_of_cell = np.array([c.gnb for c in engine.cells] + [-1], dtype=np.int32)
+        self._prb_of_cell = np.array([float(c.n_prb) for c in engine.cells])  # OCC.PrbTotalDl
         self.cell_nci = {
             c.idx: nr_cell_identity(self.gnb_id, c.cell_id) for c in engine.cells if c.gnb == gnb
         }
@@ -474,6 +479,7 @@ class E2Agent:
         m[:, :, 5] = rep.dl_buffer_bytes
         m[:, :, 6] = rep.dl_arrived_bytes
         m[:, :, 7] = rep.ue_thp_dl_kbps
+        m[:, :, _COL["OCC.PrbTotalDl"]] = self._prb_of_cell[safe]
         m[~served] = np.nan
         return m
 
@@ -599,12 +605,13 @@ class E2Agent:
 
     def _cell_level(self, act: KpmAction, vals: np.ndarray, cellm: np.ndarray) -> np.ndarray:
         """(granules, measurements) for the gNB (or one of its cells): UE-level counts and
-        rates summed over the served UEs, MCS and bits per PRB averaged, idle PRBs and active
-        UEs summed over the cells."""
+        rates summed over the served UEs, MCS and bits per PRB averaged, idle PRBs, active
+        UEs and the carriers' PRBs summed over the cells."""
         cells = self.cells if act.cell is None else [act.cell]
         cm = np.full((cellm.shape[0], 1, len(MEASUREMENTS)), np.nan)
         cm[:, 0, _COL["RRU.PrbAvailDl"]] = cellm[:, cells, 0].sum(axis=1)
         cm[:, 0, _COL["OCC.ActiveUesDl"]] = cellm[:, cells, 1].sum(axis=1)
+        cm[:, 0, _COL["OCC.PrbTotalDl"]] = self._prb_of_cell[cells].sum()
         g = self._granules(act, vals)
         gc = self._granules(act, cm)[:, 0, :]
         out = np.full((g.shape[0], len(MEASUREMENTS)), np.nan)
@@ -617,7 +624,7 @@ class E2Agent:
                     out[:, m] = np.nanmean(col, axis=1)
                 else:
                     out[:, m] = np.where(np.isnan(col).all(axis=1), np.nan, np.nansum(col, axis=1))
-        for name in ("RRU.PrbAvailDl", "OCC.ActiveUesDl"):
+        for name in ("RRU.PrbAvailDl", "OCC.ActiveUesDl", "OCC.PrbTotalDl"):
             out[:, _COL[name]] = gc[:, _COL[name]]
         return out[:, act.cols]
 

@@ -32,6 +32,7 @@ from octoric.sim.channels import (
     FadingChannel,
     MahimahiChannel,
     PulseChannel,
+    reported_block,
 )
 from octoric.sim.dropper import DropperConfig, OctopusDropper
 from octoric.sim.mcs import McsMapper
@@ -172,7 +173,7 @@ class Engine:
             )
         assert spec.path is not None
         if k == "mahimahi":
-            return MahimahiChannel(ctx, spec.path, spec.offset)
+            return MahimahiChannel(ctx, spec.path, spec.offset, spec.csi_period_ms)
         return CqiTraceChannel(ctx, spec.path, spec.offset)
 
     def _build(self) -> None:
@@ -212,7 +213,7 @@ class Engine:
             len(self.cells), self.kpm_period, start=self.slot,
         )  # fmt: skip
         if self.block_start >= 0:  # enabled mid-run (a sink added by a live driver)
-            self._raw_bits = np.array([u.bits for u in self.ues])
+            self._raw_bits = self._reported_bits()
         if self.abw is None and self.sc.abw_source == "occ-engine":
             from octoric.sim.occ_adapter import OccEngineAbw
 
@@ -344,7 +345,10 @@ class Engine:
 
     def _on_frame(self, f: FlowState, t: int) -> None:
         assert f.sender is not None and f.ctrl is not None and f.path is not None
-        pkts = f.sender.on_frame(t, f.ctrl.target_bps(t))
+        nxt = t + f.frame_us
+        last = f.spec.stop_s is not None and nxt >= f.spec.stop_s * 1e6
+        # the pacer sends until the next frame, then re-times what is left at that rate
+        pkts = f.sender.on_frame(t, f.ctrl.target_bps(t), None if last else nxt)
         path = f.path
         events = self.events
         push = heapq.heappush
@@ -363,8 +367,7 @@ class Engine:
                 seq += 1
                 push(events, (a, seq, EV_ARRIVE, p))
         self._seq = seq
-        nxt = t + f.frame_us
-        if f.spec.stop_s is None or nxt < f.spec.stop_s * 1e6:
+        if not last:
             self._push(nxt, EV_FRAME, f)
 
     # --- attachment and handover -------------------------------------------------------
@@ -456,7 +459,18 @@ class Engine:
             u.bits_np = np.concatenate([[0.0], np.cumsum(raw * tdd)])
             u.cap_from = max(u.cap_from, bs)
         if self.recorder is not None:
-            self._raw_bits = np.array([u.bits for u in self.ues])
+            self._raw_bits = self._reported_bits()
+
+    def _reported_bits(self) -> np.ndarray:
+        """The current block's bits per PRB as KPM reports them (link adaptation's MCS,
+        see ``channels.reported_block``), one row per UE."""
+        bs = self.block_start
+        return np.array(
+            [
+                reported_block(ch, bs, BLOCK_SLOTS, np.asarray(u.bits))
+                for u, ch in zip(self.ues, self.channels, strict=True)
+            ]
+        )
 
     # --- KPM ---------------------------------------------------------------------------
     def _record(self, s0: int, s1: int, busy: bool) -> None:

@@ -33,6 +33,16 @@ class OccEngineAbw(AbwSource):
         self.engine: Any = OccEngine(cfg)
         self.latest: dict[int, float | None] = {}
 
+    def reconfigure(self, **overrides: Any) -> None:
+        """Restart the engine with some ``OccConfig`` fields changed (before the first
+        report; e.g. ``octoric eval occ --occ-set``). Raises ``OccConfigError``."""
+        from dataclasses import replace
+
+        from octoric.xapps.occ.engine import OccEngine
+
+        self.engine = OccEngine(replace(self.engine.config, **overrides))
+        self.latest.clear()
+
     def on_report(self, report: KpmReport, now_us: int) -> None:
         k = self.per_ms
         n = report.n_slots - report.n_slots % k

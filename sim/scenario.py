@@ -34,6 +34,7 @@ class ChannelSpec:
     step_ms: float = 1.0
     path: str | None = None  # mahimahi / cqi (a CSV, or archive.zip::member.csv)
     offset: int = 0  # mahimahi: ms, cqi: s into the trace
+    csi_period_ms: int = 20  # mahimahi: reported MCS = capacity of the previous period (0: raw)
 
 
 @dataclass
@@ -177,6 +178,8 @@ def validate(sc: Scenario) -> None:
         ch = u.channel
         if ch.kind in ("mahimahi", "cqi") and not ch.path:
             raise ScenarioError(f"a {ch.kind} channel needs a path", f"{w}.channel.path")
+        if ch.csi_period_ms < 0:
+            raise ScenarioError("csi_period_ms must be >= 0", f"{w}.channel.csi_period_ms")
         if ch.kind == "constant" and ch.rate_mbps is None and ch.mcs is None:
             raise ScenarioError("a constant channel needs rate_mbps or mcs", f"{w}.channel")
         u.mobility.resolve(f"{w}.mobility.profile")

@@ -30,6 +30,11 @@ class MahimahiTrace:
         return int(self.bytes_per_ms.size)
 
     @property
+    def deliveries(self) -> int:
+        """Delivery opportunities (packets) in one period."""
+        return round(float(self.bytes_per_ms.sum()) / MAHIMAHI_PACKET_BYTES)
+
+    @property
     def mean_bps(self) -> float:
         return float(self.bytes_per_ms.sum()) * 8.0 * 1000.0 / self.period_ms
 

@@ -8,6 +8,7 @@ its message table in flat lists (``MessageTable``) so packets carry only an inde
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -58,6 +59,7 @@ class FrameTable:
     base_msg: list[int] = field(default_factory=list)
     nmsgs: list[int] = field(default_factory=list)
     target_bps: list[float] = field(default_factory=list)
+    sent_us: list[int] = field(default_factory=list)  # last packet left the pacer (-1: not yet)
 
 
 # Temporal SVC (3 temporal layers over a GoP): frame position -> (priority, threshold, weight).
@@ -125,13 +127,19 @@ class VideoSender:
         self.frames = FrameTable()
         self.seq = 0
         self.msg_id = 0
-        self.pacer_us = 0.0
+        self.pacer_us = 0.0  # the pacer is busy until then
+        self.pace_bps = 1e3  # the rate it last paced at
+        self.pending: deque[Packet] = deque()  # queued, not yet sent (send_us = enqueue time)
+        self.pending_bytes = 0
         self.last_in_layer: dict[int, int] = {}  # temporal: layer -> last msg (within GoP)
         self.prev_frame_msgs: list[int] = []
         self.gop_bps = start_bps
         self.sent_bytes = 0
 
-    def on_frame(self, now_us: int, target_bps: float) -> list[Packet]:
+    def on_frame(self, now_us: int, target_bps: float, until_us: int | None = None) -> list[Packet]:
+        """Encode and queue one frame; returns what the pacer sends until ``until_us``
+        (the next frame: the rest waits in the queue and is paced at the next call's
+        rate; None sends the whole queue now)."""
         cfg = self.cfg
         f = len(self.frames.enc_us)
         j = f % self.enc.gop
@@ -173,17 +181,10 @@ class VideoSender:
             hdr = self._hdr(prio=0, drop=False, thr=0, br=0)
             msgs.append((size, deps_n, hdr, 0))
         pkts: list[Packet] = []
-        pace_bps = max(target * cfg.pacing_multiplier, 1e3)
-        t = max(float(now_us), self.pacer_us)
-        # libwebrtc's pacer raises its rate so that its queue drains within 2 s
-        # (kMaxExpectedQueueLength); without that, a frame paced at a momentarily tiny target
-        # (e.g. the 50 kbit/s floor) delays every later frame by many seconds
-        left_us = max(now_us + PACER_MAX_QUEUE_US - t, 1000.0)
-        frame_bits = 8.0 * sum(m[0] for m in msgs)
-        if frame_bits * 1e6 / pace_bps > left_us:
-            pace_bps = frame_bits * 1e6 / left_us
         frame_msgs = []
         total_size = 0
+        flow = self.flow
+        seq = self.seq
         for size, deps, hdr, layer in msgs:
             m = len(mt.size)
             frame_msgs.append(m)
@@ -196,9 +197,6 @@ class VideoSender:
             mt.enc_us.append(now_us)
             total_size += size
             mtu = cfg.mtu
-            us_per_byte = 8e6 / pace_bps
-            flow = self.flow
-            seq = self.seq
             for i in range(n):
                 psize = mtu if i < n - 1 else size - mtu * (n - 1)
                 h = None
@@ -207,11 +205,11 @@ class VideoSender:
                         hdr.stream_id, hdr.msg_id, i == 0, i == n - 1, hdr.priority,
                         hdr.drop, hdr.priority_threshold, hdr.bitrate_threshold_kbps,
                     )  # fmt: skip
-                pkts.append(Packet(flow, seq, psize, int(t), m, h))
+                pkts.append(Packet(flow, seq, psize, now_us, m, h))
                 seq += 1
-                t += psize * us_per_byte
-            self.seq = seq
-        self.pacer_us = t
+        self.seq = seq
+        self.pending.extend(pkts)
+        self.pending_bytes += total_size
         self.prev_frame_msgs = frame_msgs
         fr = self.frames
         fr.enc_us.append(now_us)
@@ -219,8 +217,43 @@ class VideoSender:
         fr.base_msg.append(frame_msgs[0])
         fr.nmsgs.append(len(frame_msgs))
         fr.target_bps.append(target)
+        fr.sent_us.append(-1)
         self.sent_bytes += total_size
-        return pkts
+        return self.release(now_us, target, until_us)
+
+    def release(self, now_us: int, target_bps: float, until_us: int | None = None) -> list[Packet]:
+        """The queued packets the pacer sends in [now, until) (all of them if ``until`` is
+        None), each stamped with its send time.
+
+        The pacing rate is ``pacing_multiplier`` x the target *now*, applied to the whole
+        queue, so packets queued at a low rate go out at the new rate once the target rises
+        (libwebrtc's PacingController); and it is raised so that the queue drains within
+        2 s of its oldest packet's enqueue time (kMaxExpectedQueueLength)."""
+        cfg = self.cfg
+        pending = self.pending
+        target = min(max(target_bps, cfg.min_bps), cfg.max_bps)
+        pace_bps = max(target * cfg.pacing_multiplier, 1e3)
+        # the last packet sent may still be "on the wire" at the old rate: its remaining
+        # bits go at the new one (a media budget, not a fixed departure time)
+        debt_bits = max(self.pacer_us - now_us, 0.0) * self.pace_bps / 1e6
+        if pending:
+            left_us = max(pending[0].send_us + PACER_MAX_QUEUE_US - now_us, 1000.0)
+            pace_bps = max(pace_bps, (self.pending_bytes * 8 + debt_bits) * 1e6 / left_us)
+        t = now_us + debt_bits * 1e6 / pace_bps
+        us_per_byte = 8e6 / pace_bps
+        out: list[Packet] = []
+        sent = self.frames.sent_us
+        frame_of = self.msgs.frame
+        while pending and (until_us is None or t < until_us):
+            p = pending.popleft()
+            p.send_us = int(t)
+            sent[frame_of[p.msg]] = p.send_us
+            t += p.size * us_per_byte
+            self.pending_bytes -= p.size
+            out.append(p)
+        self.pacer_us = t
+        self.pace_bps = pace_bps
+        return out
 
     def _hdr(self, prio: int, drop: bool, thr: int, br: int) -> OctopusHeader | None:
         if not self.cfg.octopus:

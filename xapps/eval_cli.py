@@ -32,9 +32,29 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="only these traces (file name without .down; repeatable)",
     )  # fmt: skip
     o.add_argument(
+        "--csi-period-ms", type=int, default=20, metavar="MS",
+        help="the gNB reports each trace's capacity over the previous MS ms as the UE's MCS "
+        "(a CSI period; default 20, srsRAN_Project's CSI-RS period; 0: the delivered bytes "
+        "of each ms, an MCS of zero between packets)",
+    )  # fmt: skip
+    o.add_argument(
         "--smooth-ms", type=int, default=0, metavar="MS",
-        help="spread each trace's capacity evenly over blocks of MS ms, for every scheme "
-        "(removes the traces' 1500-byte packet quantisation; default 0: raw traces)",
+        help="also spread each trace's deliveries evenly over blocks of MS ms, for every "
+        "scheme (removes the traces' 1500-byte packet quantisation; default 0: as recorded)",
+    )  # fmt: skip
+    o.add_argument(
+        "--occ-set", action="append", default=[], metavar="KEY=VALUE",
+        help="change an OCC engine parameter for the occ runs (OccConfig field, e.g. "
+        "outage_fallback=false for Eq. (5) exactly as written; repeatable)",
+    )  # fmt: skip
+    o.add_argument(
+        "--timeseries", action="append", default=[], metavar="NAME",
+        help="also plot OCC over time on this trace (target, capacity, outages, frame "
+        "latency; default settings vs Eq. (5) as written; 60 s) into --plots (repeatable)",
+    )  # fmt: skip
+    o.add_argument(
+        "--scheme", action="append", choices=("occ", "gcc", "pbe"), metavar="NAME",
+        help="only these schemes (occ, gcc, pbe; repeatable; default all three)",
     )  # fmt: skip
     o.add_argument(
         "--no-contention", action="store_true", help="skip the multi-UE contention scenario"
@@ -58,17 +78,28 @@ def _cmd_occ(args: argparse.Namespace) -> int:
         if missing:
             raise ev.EvalError(f"--only: no trace {', '.join(missing)} in {args.traces}")
         cases = [c for c in cases if c.name in args.only or c.name == ev.CONTENTION]
+    unknown = sorted(set(args.timeseries) - {c.name for c in cases if c.trace is not None})
+    if unknown:
+        raise ev.EvalError(f"--timeseries: no trace {', '.join(unknown)} in this run")
+    if args.timeseries and not args.plots:
+        raise ev.EvalError("--timeseries needs --plots DIR")
     t0 = time.monotonic()
-    if args.smooth_ms < 0:
-        raise ev.EvalError("--smooth-ms must be >= 0")
+    channel = ev.TraceChannel(
+        csi_period_ms=args.csi_period_ms,
+        smooth_ms=args.smooth_ms,
+        occ_overrides=ev.parse_occ_set(args.occ_set),
+    )
+    schemes = tuple(dict.fromkeys(args.scheme)) if args.scheme else ev.SCHEMES
     results = ev.run_all(
-        cases, args.duration, args.seed, progress=ev.progress_to_stderr, smooth_ms=args.smooth_ms
+        cases, args.duration, args.seed, schemes, progress=ev.progress_to_stderr, channel=channel
     )
     out = Path(args.json)
     meta = {
         "duration_s": args.duration,
         "seed": args.seed,
+        "csi_period_ms": args.csi_period_ms,
         "smooth_ms": args.smooth_ms,
+        "occ_set": args.occ_set,
         "traces_dir": str(args.traces),
         "wall_seconds": round(time.monotonic() - t0, 1),
         "aggregation": "latency and stall rate over every flow's frames; bitrates mean per flow",
@@ -81,5 +112,11 @@ def _cmd_occ(args: argparse.Namespace) -> int:
     print(f"[eval] wrote {out} and {md}", file=sys.stderr)
     if args.plots:
         for path in ev.write_plots(results, Path(args.plots), args.plot_prefix):
+            print(f"[eval] wrote {path}", file=sys.stderr)
+        by_name = {c.name: c for c in cases}
+        for name in args.timeseries:
+            path = ev.write_timeseries_plot(
+                by_name[name], Path(args.plots), args.plot_prefix, seed=args.seed, channel=channel
+            )
             print(f"[eval] wrote {path}", file=sys.stderr)
     return 0

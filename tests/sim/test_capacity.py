@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from octoric.sim.runner import run_offline
@@ -67,3 +68,44 @@ def test_shared_mahimahi_trace_capacity_within_1pct(shared_dir: Path) -> None:
     assert abs(capacity - expected) / expected < 0.01
     tr = read_mahimahi(p)
     assert tr.period_ms == int(p.read_text().split()[-1])
+
+
+def test_trace_reports_link_adaptation_mcs_not_packet_quantisation(tmp_path: Path) -> None:
+    """Deliveries follow the trace exactly; the reported bits per PRB are the trace's capacity
+    over the previous CSI period (20 ms), zero only after a period without a delivery."""
+    from octoric.sim.engine import Engine
+    from octoric.sim.measurements import AbwSource, KpmReport
+
+    class Reports(AbwSource):
+        def __init__(self) -> None:
+            self.reports: list[KpmReport] = []
+
+        def on_report(self, report: KpmReport, now_us: int) -> None:
+            self.reports.append(report)
+
+        def estimate_bps(self, ue_id: int) -> float | None:
+            return None
+
+    p = _write_synthetic(tmp_path)  # 12 Mbit/s, then 2 Mbit/s (a packet every 6 ms), outage
+    src = Reports()
+    sc = Scenario(
+        name="la", duration_s=1.3, ran=RanSpec(n_prb=100),
+        ues=[UeSpec(channel=ChannelSpec("mahimahi", path=str(p)),
+                    flows=[FlowSpec(scheme="occ")])],
+    )  # fmt: skip
+    eng = Engine(sc, seed=1, abw_source=src)
+    eng.run()
+    bits = np.concatenate([r.bits_per_prb_dl[:, 0] for r in src.reports])  # per ms, per PRB
+    per_ms = read_mahimahi(p).bytes_per_ms * 8 / 100  # what the trace delivers per PRB
+    assert (per_ms[540:1000] == 0).mean() > 0.8  # most ms of the 2 Mbit/s part hold no packet
+    # 2 Mbit/s part, after one whole CSI period in it: the period's mean, never zero
+    assert np.allclose(bits[540:1000], 2e6 / 1000 / 100, rtol=0.25)
+    assert bits[40:480] == pytest.approx(12e6 / 1000 / 100)
+    # the outage (1000-1300 ms): zero from the period after the first empty one
+    assert (bits[1040:1300] == 0).all()
+    # csi_period_ms 0: each ms's own deliveries, as before
+    sc.ues[0].channel.csi_period_ms = 0
+    src0 = Reports()
+    Engine(sc, seed=1, abw_source=src0).run()
+    bits0 = np.concatenate([r.bits_per_prb_dl[:, 0] for r in src0.reports])
+    assert np.array_equal(bits0, per_ms[: bits0.size])

@@ -20,16 +20,9 @@ from octoric.sim.live import FeedbackError, FeedbackListener, UdpAbw, parse_feed
 from octoric.sim.measurements import KpmReport
 from octoric.sim.overrides import apply_layout
 from octoric.sim.scenario import MobilitySpec, Scenario, load
+from octoric.testing.sim_agent import QueuedConn, drain, offline_agent
 
 pytestmark = pytest.mark.unit
-
-
-class FakeConn:
-    async def send(self, pdu: bytes) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 class Recorder:
@@ -48,21 +41,11 @@ def _scenario(cells: int = 2, ues: int = 4) -> Scenario:
 
 
 def _agent(sc: Scenario) -> tuple[Engine, E2Agent, Recorder]:
-    eng = Engine(sc, 2)
-    agent = E2Agent(eng, 0, "127.0.0.1", 1)
+    eng, agent = offline_agent(sc, 2)
     rec = Recorder()
-    eng.add_kpm_sink(agent)
     eng.add_kpm_sink(rec)
     eng.add_mobility_sink(agent.on_mobility)
-    agent.conn = FakeConn()
     return eng, agent, rec
-
-
-def _drain(agent: E2Agent) -> list[e2ap.E2apMessage]:
-    out = []
-    while not agent._queue.empty():
-        out.append(e2ap.decode_e2ap(agent._queue.get_nowait()))
-    return out
 
 
 def _kpm_sub(agent: E2Agent, action: kpm.KpmActionDefinition, period_ms: int = 10) -> Any:
@@ -75,7 +58,7 @@ def _kpm_sub(agent: E2Agent, action: kpm.KpmActionDefinition, period_ms: int = 1
         ),
     )
     asyncio.run(agent._handle(req))
-    return _drain(agent)
+    return drain(agent)
 
 
 def test_style5_two_ues_two_ms_granules_aggregate_the_slots() -> None:
@@ -85,7 +68,7 @@ def test_style5_two_ues_two_ms_granules_aggregate_the_slots() -> None:
     (resp,) = _kpm_sub(agent, kpm.action_definition_style5(ids, names, granularity_ms=2), 20)
     assert isinstance(resp, e2ap.RicSubscriptionResponse) and resp.admitted == [1]
     eng.run_until(2000)
-    inds = [m for m in _drain(agent) if isinstance(m, e2ap.RicIndication)]
+    inds = [m for m in drain(agent) if isinstance(m, e2ap.RicIndication)]
     assert len(inds) >= 90  # one per 20 ms
     by_start = {r.start_slot: r for r in rec.reports}
     checked = 0
@@ -111,7 +94,7 @@ def test_style1_cell_level_and_styles_2_3() -> None:
     (resp,) = _kpm_sub(agent, kpm.action_definition_style1(names))
     assert isinstance(resp, e2ap.RicSubscriptionResponse)
     eng.run_until(300)
-    inds = [m for m in _drain(agent) if isinstance(m, e2ap.RicIndication)]
+    inds = [m for m in drain(agent) if isinstance(m, e2ap.RicIndication)]
     msg = kpm.decode_kpm(kpm.KpmIndicationMessage, inds[3].message)
     assert isinstance(msg.format, kpm.IndicationFormat1)
     rep = next(r for r in rec.reports if r.start_slot == 30)
@@ -123,7 +106,7 @@ def test_style1_cell_level_and_styles_2_3() -> None:
     agent.subs.clear()
     _kpm_sub(agent, kpm.action_definition_style2(agent.ue_id(1), ["OCC.McsDl"]))
     eng.run_until(400)
-    ind = next(m for m in _drain(agent) if isinstance(m, e2ap.RicIndication))
+    ind = next(m for m in drain(agent) if isinstance(m, e2ap.RicIndication))
     m2 = kpm.decode_kpm(kpm.KpmIndicationMessage, ind.message)
     assert isinstance(m2.format, kpm.IndicationFormat1) and len(m2.format.records) == 10
     # style 3: format 2 with the matched UEs
@@ -131,7 +114,7 @@ def test_style1_cell_level_and_styles_2_3() -> None:
     cond = kpm.MeasCond("DRB.UEThpDl", (kpm.MatchingCond(test=kpm.TestCond("isStat", "present")),))
     _kpm_sub(agent, kpm.action_definition_style3([cond]))
     eng.run_until(500)
-    ind = next(m for m in _drain(agent) if isinstance(m, e2ap.RicIndication))
+    ind = next(m for m in drain(agent) if isinstance(m, e2ap.RicIndication))
     m3 = kpm.decode_kpm(kpm.KpmIndicationMessage, ind.message)
     assert isinstance(m3.format, kpm.IndicationFormat2)
     assert len(m3.format.conditions[0].matched_ues or ()) == 4
@@ -146,11 +129,11 @@ def test_subscription_and_delete_errors() -> None:
         RicRequestId(1, 2), 9, RicSubscriptionDetails(b"\x00", (RicActionToBeSetup(1),))
     )
     asyncio.run(agent._handle(bad_rf))
-    (fail2,) = _drain(agent)
+    (fail2,) = drain(agent)
     assert isinstance(fail2, e2ap.RicSubscriptionFailure)
     assert fail2.cause.value == "ran-function-id-invalid"
     asyncio.run(agent._handle(e2ap.RicSubscriptionDeleteRequest(RicRequestId(5, 5), 2)))
-    (dfail,) = _drain(agent)
+    (dfail,) = drain(agent)
     assert isinstance(dfail, e2ap.RicSubscriptionDeleteFailure)
     assert not agent.subs
 
@@ -158,7 +141,7 @@ def test_subscription_and_delete_errors() -> None:
 def _control(agent: E2Agent, ue: UeId, a: rc.OctopusAdaptation) -> e2ap.E2apMessage:
     h, m = rc.octopus_control(ue, a)
     asyncio.run(agent._handle(e2ap.RicControlRequest(RicRequestId(3, 4), 3, h, m)))
-    (ans,) = _drain(agent)
+    (ans,) = drain(agent)
     return ans
 
 
@@ -187,7 +170,7 @@ def test_rc_report_at_handovers_from_the_right_gnb() -> None:
     agents = [E2Agent(eng, g, "127.0.0.1", 1) for g in (0, 1)]
     for a in agents:
         eng.add_mobility_sink(a.on_mobility)
-        a.conn = FakeConn()
+        a.conn = QueuedConn()
         req = e2ap.RicSubscriptionRequest(
             RicRequestId(20, 1),
             3,
@@ -197,12 +180,12 @@ def test_rc_report_at_handovers_from_the_right_gnb() -> None:
             ),
         )
         asyncio.run(a._handle(req))
-        assert isinstance(_drain(a)[0], e2ap.RicSubscriptionResponse)
+        assert isinstance(drain(a)[0], e2ap.RicSubscriptionResponse)
     eng.run_until(4000)
     assert eng.handovers
     phases: dict[int, list[int]] = {0: [], 1: []}
     for g, a in enumerate(agents):
-        for m in _drain(a):
+        for m in drain(a):
             assert isinstance(m, e2ap.RicIndication) and m.action_id == 7
             msg = rc.decode_rc(rc.RcIndicationMessage, m.message)
             assert msg.ue_params is not None

@@ -23,7 +23,8 @@ class AbwBatch:
 
     ``target_bps`` is the OCC target rate R as transport goodput (after the configured
     overhead); the other rates are physical-layer capacities. ``fallback`` tells the sender to
-    use its end-to-end controller (Internet bottleneck or handover in progress).
+    use its end-to-end controller (Internet bottleneck, handover in progress, or an outage:
+    the latest granule had no MCS, with ``OccConfig.outage_fallback``).
     """
 
     ue_ids: npt.NDArray[np.int64]
@@ -38,6 +39,7 @@ class AbwBatch:
     bottleneck: npt.NDArray[np.int8]  # Bottleneck values
     handover: npt.NDArray[np.bool_]
     fallback: npt.NDArray[np.bool_]
+    outage: npt.NDArray[np.bool_]  # the latest granule had no MCS (outage_fallback only)
     target_bps_granules: npt.NDArray[np.float64]  # (n_ue, n_granule) R per granule, goodput
     frame_abw_bps_granules: npt.NDArray[np.float64]  # (n_ue, n_granule) B per granule
     cp_bps_granules: npt.NDArray[np.float64]  # (n_ue, n_granule) C_p per granule

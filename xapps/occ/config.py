@@ -30,6 +30,7 @@ class OccConfig:
     # Design 3 (encoder-friendly smoothing)
     window_l_ms: int = 500  # L: target = min over the last L ms
     probe_bypasses_min: bool = True  # APP-limit probing steps are not held back by the L window
+    outage_fallback: bool = True  # no MCS = outage: fall back, keep it out of the L window
     # Units and goodput
     dl_slots_per_ms: float = 1.0  # DL slots per 1 ms granule (PRB counts are per DL slot)
     goodput_overhead: float = 0.1  # share of PHY capacity lost to headers and retransmissions

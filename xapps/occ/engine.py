@@ -43,6 +43,7 @@ def params_vector(cfg: OccConfig) -> npt.NDArray[np.float64]:
     p[K.P_DUTY_OFF] = cfg.smooth_duty_off
     p[K.P_QTH] = cfg.queue_delay_th_ms
     p[K.P_BN_MIN] = round(cfg.bottleneck_window_ms)
+    p[K.P_OUTAGE] = 1.0 if cfg.outage_fallback else 0.0
     return p
 
 
@@ -125,6 +126,7 @@ class OccEngine:
         self._fst[s, K.F_SUM_U] = 0.0
         self._fst[s, K.F_SUM_A] = 0.0
         self._fst[s, K.F_RBAR] = 0.0
+        self._fst[s, K.F_OUT] = 0.0
         self._ring_u[s] = 0.0
         self._ring_a[s] = 0.0
         self._ring_c[s] = 0
@@ -197,7 +199,11 @@ class OccEngine:
         self._last_out[s, 1] = float(self._fallback_of(s))
 
     def _fallback_of(self, s: int) -> bool:
-        return bool(self._ho[s]) or int(self._ist[s, K.I_STATE]) == Bottleneck.INTERNET
+        return (
+            bool(self._ho[s])
+            or int(self._ist[s, K.I_STATE]) == Bottleneck.INTERNET
+            or int(self._ist[s, K.I_OUTAGE]) > 0
+        )
 
     def latest(self, ue_id: int) -> tuple[float, bool] | None:
         """(target goodput bit/s, fallback) of the UE's latest sample; None if unknown."""
@@ -280,7 +286,8 @@ class OccEngine:
         self._touch[slots] = t_last
         state = self._ist[slots, K.I_STATE].astype(np.int8)
         ho = self._ho[slots].copy()
-        fallback = ho | (state == _INTERNET)
+        outage = self._ist[slots, K.I_OUTAGE] > 0
+        fallback = ho | (state == _INTERNET) | outage
         self._last_out[slots, 0] = out_target[:, -1]
         self._last_out[slots, 1] = fallback
         self.stats.batches += 1
@@ -299,6 +306,7 @@ class OccEngine:
             bottleneck=state,
             handover=ho,
             fallback=fallback,
+            outage=outage,
             target_bps_granules=out_target,
             frame_abw_bps_granules=out_b,
             cp_bps_granules=out_cp,

@@ -55,6 +55,9 @@ class EvalResult:
     flows: int = 1
     frames_decoded: int = 0
     capacity_kbps: float = 0.0  # mean per UE: what its channel offered (equal PRB share)
+    # encode -> last packet out of the sender's pacer: the part of frame latency spent at
+    # the sender (the rest is the wired path and the gNB's queue and air interface)
+    sender_queue_ms: Latency = field(default_factory=lambda: Latency(None, None, None))
     abw_source: str | None = None
     sim_seconds: float = 0.0
     wall_seconds: float = 0.0
@@ -83,7 +86,70 @@ def find_cases(traces: Path, contention: bool = True) -> list[EvalCase]:
     return cases
 
 
-def _scenario(case: EvalCase, scheme: str, duration_s: float) -> Any:
+@dataclass(frozen=True)
+class TraceChannel:
+    """How a Mahimahi trace becomes the channel (the same for every scheme).
+
+    ``csi_period_ms``: the gNB reports the trace's capacity over the previous CSI period as
+    the UE's MCS (0: each ms's delivered bytes, i.e. an MCS of zero between packets).
+    ``smooth_ms``: deliveries too are spread evenly over blocks of this many ms (0: the
+    trace's own delivery times)."""
+
+    csi_period_ms: int = 20
+    smooth_ms: int = 0
+    occ_overrides: tuple[tuple[str, Any], ...] = ()  # OccConfig fields for `occ` runs
+
+    def __post_init__(self) -> None:
+        if self.csi_period_ms < 0:
+            raise EvalError("--csi-period-ms must be >= 0")
+        if self.smooth_ms < 0:
+            raise EvalError("--smooth-ms must be >= 0")
+
+
+def _reconfigure_occ(eng: Any, overrides: tuple[tuple[str, Any], ...]) -> None:
+    """Apply ``OccConfig`` overrides to an engine's in-process OCC ABW source."""
+    from octoric.sim.occ_adapter import OccEngineAbw
+
+    if not overrides:
+        return
+    if not isinstance(eng.abw, OccEngineAbw):
+        raise EvalError(f"--occ-set: the simulator's ABW source is {eng.abw!r}, not OCC")
+    eng.abw.reconfigure(**dict(overrides))
+
+
+def parse_occ_set(items: list[str]) -> tuple[tuple[str, Any], ...]:
+    """``KEY=VALUE`` strings -> typed ``OccConfig`` overrides (validated by OccConfig)."""
+    from dataclasses import fields, replace
+
+    from octoric.xapps.occ.config import OccConfig
+    from octoric.xapps.occ.errors import OccConfigError
+
+    types = {f.name: type(getattr(OccConfig(), f.name)) for f in fields(OccConfig)}
+    out: list[tuple[str, Any]] = []
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or key not in types:
+            known = ", ".join(sorted(types))
+            raise EvalError(f"--occ-set {item!r}: want KEY=VALUE with KEY one of {known}")
+        t = types[key]
+        try:
+            if t is bool:
+                if raw.lower() not in ("true", "false", "1", "0"):
+                    raise ValueError(raw)
+                val: Any = raw.lower() in ("true", "1")
+            else:
+                val = t(raw)
+        except ValueError:
+            raise EvalError(f"--occ-set {key}: {raw!r} is not a {t.__name__}") from None
+        out.append((key, val))
+    try:
+        replace(OccConfig(), **dict(out))
+    except OccConfigError as e:
+        raise EvalError(f"--occ-set: {e}") from None
+    return tuple(out)
+
+
+def _scenario(case: EvalCase, scheme: str, duration_s: float, channel: TraceChannel) -> Any:
     from octoric.sim.scenario import load
 
     sc = load(f"trace:{case.trace}" if case.trace is not None else "multi-ue")
@@ -91,6 +157,8 @@ def _scenario(case: EvalCase, scheme: str, duration_s: float) -> Any:
     sc.duration_s = duration_s
     sc.abw_source = "occ-engine"  # only `occ` flows read it: never the stand-in
     for ue in sc.ues:
+        if ue.channel.kind == "mahimahi":
+            ue.channel.csi_period_ms = channel.csi_period_ms
         for f in ue.flows:
             f.traffic = "video"
             f.scheme = scheme
@@ -125,28 +193,42 @@ def smooth_traces(eng: Any, block_ms: int) -> None:
     for ch in eng.channels:
         if isinstance(ch, MahimahiChannel):
             ch.bits_per_ms = block_mean(ch.bits_per_ms, block_ms)
+            if ch.csi_period_ms == 0:
+                ch.reported_per_ms = ch.bits_per_ms
 
 
 def run_case(
-    case: EvalCase, scheme: str, duration_s: float, seed: int = 1, smooth_ms: int = 0
+    case: EvalCase,
+    scheme: str,
+    duration_s: float,
+    seed: int = 1,
+    channel: TraceChannel = TraceChannel(),
 ) -> EvalResult:
     from octoric.sim.engine import Engine
     from octoric.sim.runner import RunResult
     from octoric.sim.summary import build_summary
 
-    eng = Engine(_scenario(case, scheme, duration_s), seed)
-    if smooth_ms > 1:
-        smooth_traces(eng, smooth_ms)
+    eng = Engine(_scenario(case, scheme, duration_s, channel), seed)
+    if scheme == "occ":
+        _reconfigure_occ(eng, channel.occ_overrides)
+    if channel.smooth_ms > 1:
+        smooth_traces(eng, channel.smooth_ms)
     wall = eng.run()
     res = RunResult(eng, build_summary(eng, wall), wall)
     flows = [f for f in res.summary["flows"] if f.get("scheme") is not None]
     if not flows:
         raise EvalError(f"{case.name}: the scenario has no video flows")
     lat: list[float] = []
+    queued: list[np.ndarray] = []
     for f in eng.flows:
         if f.receiver is not None:
             lat.extend(f.receiver.frame_latency_ms)
+        if f.sender is not None:
+            sent = np.asarray(f.sender.frames.sent_us, dtype=np.float64)
+            enc = np.asarray(f.sender.frames.enc_us, dtype=np.float64)
+            queued.append((sent - enc)[sent >= 0] / 1000.0)
     a = np.asarray(lat, dtype=np.float64)
+    q = np.concatenate(queued) if queued else np.zeros(0)
     sim_s = float(res.summary["sim_seconds"])
     caps = [u["capacity_bytes"] * 8 / sim_s / 1000.0 for u in res.summary["ues"]]
     src = {f.get("abw_source") for f in flows}
@@ -162,6 +244,7 @@ def run_case(
         flows=len(flows),
         frames_decoded=int(a.size),
         capacity_kbps=round(float(np.mean(caps)), 1),
+        sender_queue_ms=Latency(_pct(q, 50), _pct(q, 95), _pct(q, 99)),
         abw_source=src.pop() if len(src) == 1 else None,
         sim_seconds=sim_s,
         wall_seconds=round(res.wall_seconds, 2),
@@ -175,7 +258,7 @@ def run_all(
     seed: int = 1,
     schemes: tuple[str, ...] = SCHEMES,
     progress: Callable[[str], None] | None = None,
-    smooth_ms: int = 0,
+    channel: TraceChannel = TraceChannel(),
 ) -> list[EvalResult]:
     if duration_s <= 0:
         raise EvalError("--duration must be > 0")
@@ -186,7 +269,7 @@ def run_all(
             if progress:
                 progress(f"[eval] {len(out) + 1}/{n} {case.name} {scheme} ({duration_s:g} s) ...")
             t0 = time.monotonic()
-            r = run_case(case, scheme, duration_s, seed, smooth_ms)
+            r = run_case(case, scheme, duration_s, seed, channel)
             out.append(r)
             if progress:
                 progress(
@@ -204,15 +287,16 @@ def _f(v: float | None, nd: int = 1) -> str:
 def markdown_table(results: list[EvalResult]) -> str:
     lines = [
         "| trace | scheme | p50 ms | p95 ms | p99 ms | stall rate | valid kbit/s | "
-        "frame kbit/s | capacity kbit/s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "frame kbit/s | capacity kbit/s | at sender p95 ms |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lat = r.frame_latency_ms
         lines.append(
             f"| {r.trace} | {r.scheme} | {_f(lat.p50)} | {_f(lat.p95)} | {_f(lat.p99)} | "
             f"{_f(None if r.stall_rate is None else 100 * r.stall_rate)}% | "
-            f"{r.valid_bitrate_kbps:.0f} | {r.frame_bitrate_kbps:.0f} | {r.capacity_kbps:.0f} |"
+            f"{r.valid_bitrate_kbps:.0f} | {r.frame_bitrate_kbps:.0f} | {r.capacity_kbps:.0f} | "
+            f"{_f(r.sender_queue_ms.p95)} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -287,3 +371,86 @@ def write_plots(results: list[EvalResult], folder: Path, prefix: str = "occ-eval
 
 def progress_to_stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class OccVariant:
+    label: str
+    overrides: tuple[tuple[str, Any], ...] = ()
+
+
+TIMESERIES_VARIANTS = (
+    OccVariant("OCC (default: outage_fallback)"),
+    OccVariant("OCC, Eq. (5) as written", (("outage_fallback", False),)),
+)
+
+
+def write_timeseries_plot(
+    case: EvalCase,
+    folder: Path,
+    prefix: str = "occ-eval",
+    duration_s: float = 60.0,
+    seed: int = 1,
+    channel: TraceChannel = TraceChannel(),
+    variants: tuple[OccVariant, ...] = TIMESERIES_VARIANTS,
+) -> Path:
+    """One trace, OCC variants over time: the trace's capacity (100 ms means), its outages
+    (CSI periods with no delivery: MCS 0), each variant's target and its frame latency."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from octoric.sim.channels import MahimahiChannel
+    from octoric.sim.engine import Engine
+
+    if case.trace is None:
+        raise EvalError("--timeseries needs a trace, not the contention case")
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 5.5), sharex=True)
+    shaded = False
+    for k, v in enumerate(variants):
+        ch = TraceChannel(channel.csi_period_ms, channel.smooth_ms, v.overrides)
+        eng = Engine(_scenario(case, "occ", duration_s, ch), seed)
+        _reconfigure_occ(eng, v.overrides)
+        if ch.smooth_ms > 1:
+            smooth_traces(eng, ch.smooth_ms)
+        eng.run()
+        mc = eng.channels[0]
+        if not shaded and isinstance(mc, MahimahiChannel):
+            n_ms = int(duration_s * 1000)
+            idx = (np.arange(n_ms) + mc.offset) % mc.trace.period_ms
+            per_ms = mc.bits_per_ms[idx] * mc.ctx.n_prb  # bits delivered per ms
+            bins = per_ms[: n_ms - n_ms % 100].reshape(-1, 100).mean(axis=1) / 1000.0
+            ax1.step(np.arange(bins.size) / 10.0, bins, where="post", color="grey", lw=0.8,
+                     label="trace capacity (100 ms means)")  # fmt: skip
+            out = mc.reported_per_ms[idx] <= 0.0
+            edges = np.flatnonzero(np.diff(np.concatenate([[0], out.astype(np.int8), [0]])))
+            for a, b in zip(edges[::2], edges[1::2], strict=True):
+                for ax in (ax1, ax2):
+                    ax.axvspan(a / 1000.0, b / 1000.0, color="red", alpha=0.08, lw=0)
+            shaded = True
+        f = eng.flows[0]
+        assert f.sender is not None and f.receiver is not None
+        fr = f.sender.frames
+        color = ("tab:green", "tab:purple", "tab:blue")[k % 3]
+        ax1.plot(np.asarray(fr.enc_us) / 1e6, np.asarray(fr.target_bps) / 1e6, color=color,
+                 lw=1.0, label=f"{v.label}: target")  # fmt: skip
+        dec = f.receiver.frame_decoded_at
+        t_enc = np.array([fr.enc_us[i] for i, _ in dec]) / 1e6
+        lat = np.array([(t - fr.enc_us[i]) / 1000.0 for i, t in dec])
+        ax2.plot(t_enc, lat, color=color, lw=0.8, label=v.label)
+    ax1.set_ylabel("Mbit/s")
+    ax1.set_yscale("log")
+    ax1.legend(fontsize=7, loc="lower right")
+    ax1.set_title(f"{case.name}: outages (CSI periods without delivery) shaded", fontsize=9)
+    ax2.set_yscale("log")
+    ax2.set_ylabel("frame latency (ms)")
+    ax2.axhline(STALL_MS, color="grey", ls=":", lw=0.8)
+    ax2.set_xlabel("time (s)")
+    ax2.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    folder.mkdir(parents=True, exist_ok=True)
+    p = folder / f"{prefix}-timeseries-{case.name}.png"
+    fig.savefig(p, dpi=80)
+    plt.close(fig)
+    return p

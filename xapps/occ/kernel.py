@@ -49,7 +49,8 @@ I_PF_INIT = 7  # 1 once the PF rate average has a first sample
 I_DQ_HEAD = 8  # three deques (C_p', C_f, r): head index at 8..10, size at 11..13
 I_DQ_SIZE = 11
 I_PREV_CNT = 14  # samples in the last complete frame interval (0: none)
-N_I = 15
+I_OUTAGE = 15  # 1 while the latest sample had no MCS (outage_fallback only)
+N_I = 16
 # Float state columns.
 F_SUM_U = 0  # running sum of effective PRBs u = P_alloc + P_idle / N_user
 F_SUM_A = 1  # running sum of own allocated PRBs P_alloc
@@ -58,7 +59,8 @@ F_DUTY = 3  # average of 'arrivals this ms' (0/1): the arrival duty cycle
 F_ARR = 4  # average arrived bytes per ms
 F_BUF = 5  # average buffer bytes
 F_PREV_A = 6  # own PRBs (sum) of the last complete frame interval
-N_F = 7
+F_OUT = 7  # outage_fallback: average of 'no MCS this ms' (0/1), time constant L
+N_F = 8
 # Parameter vector layout.
 P_K = 0  # bit/s per (PRB x bit-per-PRB): DL slots per ms x 1000
 P_EPS = 1
@@ -77,7 +79,8 @@ P_DUTY_ON = 13
 P_DUTY_OFF = 14
 P_QTH = 15
 P_BN_MIN = 16  # samples before the bottleneck state may leave 'unknown'
-N_P = 17
+P_OUTAGE = 17  # 1.0: a sample without MCS is an outage (fallback, kept out of Eq. 5)
+N_P = 18
 # Per-UE latest outputs (columns of ``out_last``).
 O_CP = 0
 O_B = 1
@@ -140,6 +143,56 @@ def _dq_push_min(
 
 
 @_jit
+def _window_min(dq_t: IntArray, dq_v: FloatArray, ist: IntArray, s: int, t: int, lw: int) -> float:
+    """The minimum of deque 0 (C_p') over (t - lw, t] without pushing; 0 if none."""
+    head = ist[s, I_DQ_HEAD]
+    size = ist[s, I_DQ_SIZE]
+    while size > 0 and dq_t[s, 0, head] <= t - lw:
+        head += 1
+        if head == lw:
+            head = 0
+        size -= 1
+    ist[s, I_DQ_HEAD] = head
+    ist[s, I_DQ_SIZE] = size
+    return float(dq_v[s, 0, head]) if size > 0 else 0.0
+
+
+@_jit
+def _bottleneck_step(
+    fst: FloatArray,
+    ist: IntArray,
+    s: int,
+    arr: float,
+    buf: float,
+    eps: float,
+    bn_alpha: float,
+    bn_min: int,
+    duty_on: float,
+    duty_off: float,
+    qth: float,
+) -> None:
+    """Bottleneck state from the arrival pattern (plus the standing queue)."""
+    ind = 1.0 if arr > eps else 0.0
+    if ist[s, I_NB] == 0:
+        fst[s, F_DUTY] = ind
+        fst[s, F_ARR] = arr
+        fst[s, F_BUF] = buf
+    else:
+        fst[s, F_DUTY] += (ind - fst[s, F_DUTY]) * bn_alpha
+        fst[s, F_ARR] += (arr - fst[s, F_ARR]) * bn_alpha
+        fst[s, F_BUF] += (buf - fst[s, F_BUF]) * bn_alpha
+    ist[s, I_NB] += 1
+    if ist[s, I_NB] >= bn_min and fst[s, F_ARR] > eps:
+        qdelay = fst[s, F_BUF] / fst[s, F_ARR]  # ms of arrivals waiting at the BS
+        duty = fst[s, F_DUTY]
+        st = ist[s, I_STATE]
+        if st != STATE_INTERNET and duty >= duty_on and qdelay <= qth:
+            ist[s, I_STATE] = STATE_INTERNET
+        elif st != STATE_WIRELESS and (duty <= duty_off or qdelay > 2.0 * qth):
+            ist[s, I_STATE] = STATE_WIRELESS
+
+
+@_jit
 def step_batch(
     slots: IntArray,
     t0: int,
@@ -179,6 +232,8 @@ def step_batch(
     duty_off = par[P_DUTY_OFF]
     qth = par[P_QTH]
     bn_min = int(par[P_BN_MIN])
+    outage_fb = par[P_OUTAGE] > 0.5
+    out_alpha = 1.0 / lw
     for i in range(n):
         s = slots[i]
         cp = 0.0
@@ -265,6 +320,28 @@ def step_batch(
             mean_u = (fst[s, F_SUM_U] - ring_u[s, hb]) / cnt
             mean_a = (fst[s, F_SUM_A] - ring_a[s, hb]) / cnt
             b = mean_u * r  # Eq. (3): PRBs of the last frame interval x R_mcs of now
+            avail = 1.0
+            if outage_fb:
+                # The share of time lost to outages (average over ~L) scales the rate down.
+                fst[s, F_OUT] += ((1.0 if r <= 0.0 else 0.0) - fst[s, F_OUT]) * out_alpha
+                avail = 1.0 - fst[s, F_OUT]
+            if outage_fb and r <= 0.0:
+                # No MCS: the UE cannot be served at all (an outage, not a capacity). The
+                # sender falls back to its end-to-end controller and Eq. (5)'s window keeps
+                # only measured capacities, so the outage does not hold R down for L after;
+                # the time it took still lowers R through ``avail``.
+                ist[s, I_OUTAGE] = 1
+                cf = 0.0
+                cpp = 0.0
+                out_target[i, j] = _window_min(dq_t, dq_v, ist, s, t, lw) * avail * goodput
+                out_b[i, j] = b
+                out_cp[i, j] = cp
+                _bottleneck_step(
+                    fst, ist, s, arr, buf, eps, bn_alpha, bn_min, duty_on, duty_off, qth
+                )
+                ist[s, I_LAST_T] = t
+                continue
+            ist[s, I_OUTAGE] = 0
             # Design 2: scheduler-aware fair share and the APP-limit margin, Eq. (4).
             if pf:
                 if ist[s, I_PF_INIT] == 0:
@@ -301,28 +378,10 @@ def step_batch(
                 rate = cpp if cpp < hold else hold
             else:
                 rate = m_cpp
-            out_target[i, j] = rate * goodput
+            out_target[i, j] = rate * avail * goodput
             out_b[i, j] = b
             out_cp[i, j] = cp
-            # Bottleneck state from the arrival pattern (plus the standing queue).
-            ind = 1.0 if arr > eps else 0.0
-            if ist[s, I_NB] == 0:
-                fst[s, F_DUTY] = ind
-                fst[s, F_ARR] = arr
-                fst[s, F_BUF] = buf
-            else:
-                fst[s, F_DUTY] += (ind - fst[s, F_DUTY]) * bn_alpha
-                fst[s, F_ARR] += (arr - fst[s, F_ARR]) * bn_alpha
-                fst[s, F_BUF] += (buf - fst[s, F_BUF]) * bn_alpha
-            ist[s, I_NB] += 1
-            if ist[s, I_NB] >= bn_min and fst[s, F_ARR] > eps:
-                qdelay = fst[s, F_BUF] / fst[s, F_ARR]  # ms of arrivals waiting at the BS
-                duty = fst[s, F_DUTY]
-                st = ist[s, I_STATE]
-                if st != STATE_INTERNET and duty >= duty_on and qdelay <= qth:
-                    ist[s, I_STATE] = STATE_INTERNET
-                elif st != STATE_WIRELESS and (duty <= duty_off or qdelay > 2.0 * qth):
-                    ist[s, I_STATE] = STATE_WIRELESS
+            _bottleneck_step(fst, ist, s, arr, buf, eps, bn_alpha, bn_min, duty_on, duty_off, qth)
             ist[s, I_LAST_T] = t
         out_last[i, O_CP] = cp
         out_last[i, O_B] = b

@@ -51,9 +51,9 @@ def abw_report(
         batch.frame_abw_bps.tolist(), batch.fair_share_bps.tolist(),
         batch.cp_prime_bps.tolist(), batch.frame_interval_ms.tolist(),
         batch.frame_aware.tolist(), batch.bottleneck.tolist(), batch.handover.tolist(),
-        batch.fallback.tolist(), tg_list, guamis, strict=True,
+        batch.fallback.tolist(), batch.outage.tolist(), tg_list, guamis, strict=True,
     )  # fmt: skip
-    for ue, tgt, cp, b, cf, cpp, d, aware, bn, ho, fb, gran, guami in rows:
+    for ue, tgt, cp, b, cf, cpp, d, aware, bn, ho, fb, out, gran, guami in rows:
         ues.append(
             {
                 "ue": ue,
@@ -61,6 +61,7 @@ def abw_report(
                 "target_bps": _rate(tgt),
                 "fallback": fb,
                 "handover": ho,
+                "outage": out,
                 "bottleneck": BOTTLENECK_NAMES.get(bn, "unknown"),
                 "cp_bps": _rate(cp),
                 "frame_abw_bps": _rate(b),

@@ -33,6 +33,8 @@ class _Ue:
     buf: float = 0.0
     state: Bottleneck = Bottleneck.UNKNOWN
     handover: bool = False
+    outage: bool = False
+    out_avg: float = 0.0  # average of 'no MCS' over ~L (outage_fallback)
     target: float = float("nan")
 
     def reset_estimator(self) -> None:
@@ -42,6 +44,7 @@ class _Ue:
         self.window.clear()
         self.rbar = None
         self.prev_frame = None
+        self.out_avg = 0.0
 
 
 @dataclass
@@ -94,7 +97,7 @@ class ReferenceEngine:
         st = self.ues.get(int(ue_id))
         if st is None:
             return None
-        return st.target, st.handover or st.state == Bottleneck.INTERNET
+        return st.target, st.handover or st.state == Bottleneck.INTERNET or st.outage
 
     def step(
         self,
@@ -146,6 +149,21 @@ class ReferenceEngine:
         mean_u = sum(uu for uu, _ in in_frame) / len(in_frame)
         mean_a = sum(aa for _, aa in in_frame) / len(in_frame)
         b = mean_u * r
+        st.outage = c.outage_fallback and r <= 0.0
+        avail = 1.0
+        if c.outage_fallback:
+            st.out_avg += ((1.0 if r <= 0.0 else 0.0) - st.out_avg) * (1.0 / c.window_l_ms)
+            avail = 1.0 - st.out_avg
+        if st.outage:
+            # no MCS: an outage; fall back, and keep it out of Eq. (5)'s window
+            while st.window and st.window[0][0] <= t - c.window_l_ms:
+                st.window.popleft()
+            m = min(w[1] for w in st.window) if st.window else 0.0
+            target = m * avail * (1.0 - c.goodput_overhead)
+            self._bottleneck(st, arr, buf)
+            st.last_t = t
+            st.target = target
+            return _Out(target, b, cp, 0.0, 0.0, d, aware)
         # Design 2: fair share and Eq. (4).
         if c.scheduler == "proportional_fair":
             st.rbar = r if st.rbar is None else st.rbar + (r - st.rbar) * (1.0 / c.pf_window_ms)
@@ -170,8 +188,15 @@ class ReferenceEngine:
             rate = min(cpp, max(m_cpp, q))
         else:
             rate = m_cpp
-        target = rate * (1.0 - c.goodput_overhead)
-        # Bottleneck state.
+        target = rate * avail * (1.0 - c.goodput_overhead)
+        self._bottleneck(st, arr, buf)
+        st.last_t = t
+        st.target = target
+        return _Out(target, b, cp, cf, cpp, d, aware)
+
+    def _bottleneck(self, st: _Ue, arr: float, buf: float) -> None:
+        """Bottleneck state from the arrival pattern (plus the standing queue)."""
+        c = self.config
         ind = 1.0 if arr > c.arrival_eps_bytes else 0.0
         a = 1.0 / c.bottleneck_window_ms
         if st.nb == 0:
@@ -193,9 +218,6 @@ class ReferenceEngine:
                 st.duty <= c.smooth_duty_off or qdelay > 2.0 * c.queue_delay_th_ms
             ):
                 st.state = Bottleneck.WIRELESS
-        st.last_t = t
-        st.target = target
-        return _Out(target, b, cp, cf, cpp, d, aware)
 
     def ingest(
         self, ue_ids: object, t0_ms: int, metrics: Mapping[str, object], granule_ms: int = 1
@@ -235,6 +257,7 @@ class ReferenceEngine:
         self.stats.ue_samples += n * g
         states = [self.ues[u].state for u in ids.tolist()]
         ho = np.array([self.ues[u].handover for u in ids.tolist()], dtype=np.bool_)
+        outage = np.array([self.ues[u].outage for u in ids.tolist()], dtype=np.bool_)
         bn = np.array(states, dtype=np.int8)
         self.expire(self._now)
         return AbwBatch(
@@ -249,7 +272,8 @@ class ReferenceEngine:
             frame_aware=np.array([o.aware for o in outs], dtype=np.bool_),
             bottleneck=bn,
             handover=ho,
-            fallback=ho | (bn == Bottleneck.INTERNET),
+            fallback=ho | (bn == Bottleneck.INTERNET) | outage,
+            outage=outage,
             target_bps_granules=tg,
             frame_abw_bps_granules=bg,
             cp_bps_granules=cg,

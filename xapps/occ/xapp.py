@@ -2,7 +2,9 @@
 
 - discovers E2 nodes in the R-NIB and subscribes each to KPM report style 4 (every UE,
   granularity 1 ms, reporting period ``reporting_period_ms``) through submgr's REST API,
-  and, where the node offers E2SM-RC, to RC REPORT style 4 (handover phases);
+  and, where the node offers E2SM-RC, to RC REPORT style 4 (handover phases); the KPM
+  measurements are the configured ones plus OCC.PrbTotalDl (the carrier's PRBs, the engine's
+  P_total) when the node's KPM RAN function definition lists it;
 - per KPM RIC_INDICATION (12050): columns -> ``OccEngine.ingest`` -> one OCTORIC_ABW_REPORT
   (30500) with every UE of the indication, and feedback datagrams to registered flows;
 - RC RIC_INDICATIONs and OCTORIC_HO_EVENT (30501) -> ``OccEngine.on_handover``;
@@ -70,6 +72,7 @@ class NodeSub:
     since: float  # monotonic
     e2_instance_id: int | None = None
     error: str = ""
+    measurements: tuple[str, ...] = ()  # KPM: what was asked for
 
 
 class OccXapp:
@@ -384,7 +387,21 @@ class OccXapp:
                     log.warning("could not delete stale subscription %s: %s", sid, e)
             self.sdl.delete(key)
 
-    def subscription_request(self, meid: str, sid: str, kind: str = "kpm") -> SubscriptionRequest:
+    def kpm_measurements(self, offered: tuple[str, ...] = ()) -> tuple[str, ...]:
+        """What to subscribe a node to: the configured measurements, plus the optional ones
+        (OCC.PrbTotalDl) the node offers (``offered``: the names its KPM RAN function
+        definition lists for our report style) and the configuration does not name."""
+        extra = tuple(
+            m
+            for m in kpm.OCC_OPTIONAL_MEASUREMENTS
+            if m in offered and m not in self.cfg.measurements
+        )
+        return self.cfg.measurements + extra
+
+    def subscription_request(
+        self, meid: str, sid: str, kind: str = "kpm", measurements: tuple[str, ...] | None = None
+    ) -> SubscriptionRequest:
+        """The submgr request; KPM with ``measurements`` (default: the configured ones)."""
         if kind == "rc":
             ranf, trigger, action = (
                 rc.RAN_FUNCTION_ID,
@@ -394,10 +411,9 @@ class OccXapp:
         else:
             ranf = kpm.RAN_FUNCTION_ID
             trigger = kpm.encode_kpm(kpm.KpmEventTrigger(self.cfg.reporting_period_ms))
+            meas = self.cfg.measurements if measurements is None else measurements
             action = kpm.encode_kpm(
-                kpm.action_definition_style4(
-                    self.cfg.measurements, granularity_ms=self.cfg.granularity_ms
-                )
+                kpm.action_definition_style4(meas, granularity_ms=self.cfg.granularity_ms)
             )
         return SubscriptionRequest(
             meid, ranf, trigger, action, self.shell.host,
@@ -405,9 +421,12 @@ class OccXapp:
             subscription_id=sid,
         )  # fmt: skip
 
-    def subscribe(self, meid: str, kind: str = "kpm") -> None:
+    def subscribe(self, meid: str, kind: str = "kpm", offered: tuple[str, ...] = ()) -> None:
+        """Ask submgr for a ``kind`` subscription to ``meid``; ``offered``: the KPM measurement
+        names the node offers (see ``kpm_measurements``)."""
         sid = f"occ-{kind}-{uuid.uuid4().hex[:12]}"  # ours: the response cannot outrun our record
-        sub = NodeSub(meid, kind, sid, "requesting", time.monotonic())
+        meas = self.kpm_measurements(offered) if kind == "kpm" else ()
+        sub = NodeSub(meid, kind, sid, "requesting", time.monotonic(), measurements=meas)
         key = f"{kind}.{meid}"
         with self._lock:
             self.subs[key] = sub
@@ -415,8 +434,10 @@ class OccXapp:
             f"{persist.SUB}{key}", {"subscription_id": sid, "meid": meid, "kind": kind}
         )
         try:
-            self.submgr.subscribe(self.subscription_request(meid, sid, kind))
+            self.submgr.subscribe(self.subscription_request(meid, sid, kind, meas or None))
             self.counters["subscriptions_requested"] += 1
+            if extra := meas[len(self.cfg.measurements) :]:
+                log.info("KPM subscription to %s with the node's %s", meid, ", ".join(extra))
         except SubmgrError as e:
             sub.state, sub.error = "failed", str(e)
             self.counters["subscription_errors"] += 1
@@ -487,6 +508,7 @@ class OccXapp:
                 kinds.append("kpm")
             if self.cfg.rc_handover_reports and node.has_function(rc.OID):
                 kinds.append("rc")
+            offered = node.kpm_measurements(self.cfg.report_style)
             for kind in kinds:
                 key = f"{kind}.{node.meid}"
                 sub = self.subs.get(key)
@@ -497,10 +519,18 @@ class OccXapp:
                         and now - sub.since > self.cfg.subscription_timeout_s
                     )
                 )
-                if sub is None or retry:
+                # the node set up again with other measurements: ask for what it offers now
+                changed = (
+                    sub is not None
+                    and kind == "kpm"
+                    and sub.measurements != self.kpm_measurements(offered)
+                )
+                if changed:
+                    self.counters["resubscriptions_offer_changed"] += 1
+                if sub is None or retry or changed:
                     if sub is not None:
                         self.unsubscribe(key)
-                    self.subscribe(node.meid, kind)
+                    self.subscribe(node.meid, kind, offered)
         for key, sub in list(self.subs.items()):
             if (self.cfg.nodes and sub.meid not in self.cfg.nodes) or (
                 sub.kind == "rc" and not self.cfg.rc_handover_reports

@@ -18,6 +18,7 @@ class OccXappConfig:
     reporting_period_ms: int = 10  # KPM event trigger: one indication per period
     granularity_ms: int = 1  # KPM granularity period; the engine needs 1
     report_style: int = 4  # KPM report style (4: every UE of the node)
+    # KPM measurements; OCC.PrbTotalDl is added for nodes whose RAN function definition lists it
     measurements: tuple[str, ...] = OCC_MEASUREMENTS
     nodes: tuple[str, ...] = ()  # only these meids; empty: every connected KPM node
     discovery_period_s: float = 1.0

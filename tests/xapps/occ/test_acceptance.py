@@ -318,3 +318,30 @@ def test_handover_sets_fallback_until_it_ends() -> None:
     assert not any(tr.fallback[910:])
     # Estimation resumes right after the handover (history from the old cell dropped).
     assert tr.target[905] > 0
+
+
+# --- outages (an extension: the paper's testbed has none) ------------------------------------
+
+
+@pytest.mark.parametrize("outage_fallback", [False, True])
+def test_outage_holds_target_for_L_unless_outage_fallback(outage_fallback: bool) -> None:
+    """A 40 ms outage (no MCS: bits per PRB 0). Eq. (5) as written holds R at 0 for L after
+    it; with ``outage_fallback`` the UE falls back during the outage only and R returns to
+    the capacity measured before it."""
+    n_ms, o0, o1 = 2000, 1205, 1245
+    cell = SyntheticCell(n_ue=2, prb_total=100.0, backlogged=[False, True])
+    arr = np.zeros((n_ms, 2))
+    arr[:, 0] = frame_arrivals(n_ms, 60_000)
+    bpp = np.full((n_ms, 2), BPP)
+    bpp[o0:o1, :] = 0.0  # the whole cell blinks (no UE can be served)
+    tr = run_open_loop(OccEngine(OccConfig(outage_fallback=outage_fallback)), cell, arr, bpp)
+    before = tr.target[o0 - 1]
+    assert before > 0 and not any(tr.fallback[300 : o0 - 5])
+    if not outage_fallback:
+        assert tr.target[o0 : o1 - 1 + 500].max() == 0.0  # held at zero for L after it
+        assert tr.target[o1 + 520] > 0.8 * before
+        assert not any(tr.fallback[o0:o1])
+    else:
+        assert all(tr.fallback[o0 + 5 : o1 - 5])  # batches whose last granule is an outage
+        assert not any(tr.fallback[o1 + 10 :])
+        assert tr.target[o1 + 1 : o1 + 100].min() > 0.8 * before

@@ -17,7 +17,7 @@ FLOAT_FIELDS = (
     "cp_bps", "frame_abw_bps", "fair_share_bps", "cp_prime_bps",
 )  # fmt: skip
 EXACT_FIELDS = (
-    "ue_ids", "frame_interval_ms", "frame_aware", "bottleneck", "handover", "fallback",
+    "ue_ids", "frame_interval_ms", "frame_aware", "bottleneck", "handover", "fallback", "outage",
 )  # fmt: skip
 
 
@@ -39,7 +39,10 @@ def random_metrics(
         M.PRB_USED: rng.uniform(0, 30, shape) * busy,
         M.PRB_AVAIL: rng.uniform(0, 40, shape) * (rng.random(shape) < 0.7),
         M.ACTIVE_UES: rng.integers(0, 6, shape).astype(float),
-        M.BITS_PER_PRB: rng.uniform(0, 1200, shape),
+        # no MCS (an outage) in a few granules and, for some UEs, whole batches
+        M.BITS_PER_PRB: rng.uniform(0, 1200, shape)
+        * (rng.random(shape) > 0.05)
+        * (rng.random((n, 1)) > 0.1),
         M.BUFFER_BYTES: rng.uniform(0, 1e5, shape) * (rng.random(shape) < 0.5),
         M.ARRIVED_BYTES: arrived,
     }
@@ -56,7 +59,7 @@ def assert_same(a: AbwBatch, b: AbwBatch, where: str) -> None:
 
 
 CONFIGS = [
-    OccConfig(window_l_ms=60, bottleneck_window_ms=30, expire_ms=150),
+    OccConfig(window_l_ms=60, bottleneck_window_ms=30, expire_ms=150, outage_fallback=False),
     OccConfig(
         scheduler="proportional_fair",
         window_l_ms=25,
@@ -80,6 +83,8 @@ CONFIGS = [
         goodput_overhead=0.0,
     ),
     OccConfig(),  # defaults
+    OccConfig(outage_fallback=True, window_l_ms=40, bottleneck_window_ms=30, expire_ms=150),
+    OccConfig(outage_fallback=True, scheduler="proportional_fair", probe_bypasses_min=False),
 ]
 
 
@@ -91,7 +96,7 @@ def test_engine_matches_reference_on_random_streams(cfg_index: int, seed: int) -
     fast = OccEngine(cfg, capacity=2)  # small start capacity: exercises growing
     ref = ReferenceEngine(cfg)
     t = 0
-    seen_aware = seen_internet = seen_wireless = 0
+    seen_aware = seen_internet = seen_wireless = seen_outage = 0
     for k in range(400):
         n = int(rng.integers(1, 15))
         g = int(rng.choice([1, 2, 5, 10, 10, 10, 13]))
@@ -112,6 +117,8 @@ def test_engine_matches_reference_on_random_streams(cfg_index: int, seed: int) -
         seen_aware += int(a.frame_aware.sum())
         seen_internet += int((a.bottleneck == 2).sum())
         seen_wireless += int((a.bottleneck == 1).sum())
+        seen_outage += int(a.outage.sum())
+        assert not (a.outage & ~a.fallback).any()
     for ue in range(40):
         la, lb = fast.latest(ue), ref.latest(ue)
         assert (la is None) == (lb is None)
@@ -126,6 +133,8 @@ def test_engine_matches_reference_on_random_streams(cfg_index: int, seed: int) -
         assert fast.stats.ues_expired > 0
     if cfg_index == 2:
         assert seen_internet > 0
+    # an outage (no MCS) sets fallback only when the option is on
+    assert (seen_outage > 0) == cfg.outage_fallback
 
 
 def test_long_run_prefix_rebase_keeps_equality() -> None:

@@ -97,3 +97,27 @@ def test_sender_pacer_queue_stays_within_two_seconds() -> None:
         pkts = snd.on_frame(now, 5e4)  # the 50 kbit/s floor: 125 kbit/s pacing
         assert pkts and max(p.send_us for p in pkts) <= now + PACER_MAX_QUEUE_US + 1
         assert min(p.send_us for p in pkts) >= now
+
+
+def test_sender_pacer_re_times_its_queue_when_the_target_rises() -> None:
+    # frames queued while the target sat at the floor leave at the new rate once it rises
+    # (libwebrtc's PacingController paces its whole queue at the current rate)
+    from octoric.sim.video import VideoConfig, VideoSender
+
+    frame_us = 33_333
+    snd = VideoSender(0, 1, VideoConfig(lag_ms=1.0), np.random.default_rng(1), 2e6)
+    sent = snd.on_frame(0, 2e6, frame_us)
+    for k in range(1, 4):  # the target falls to the floor: a queue builds
+        sent += snd.on_frame(k * frame_us, 5e4, (k + 1) * frame_us)
+    assert snd.pending_bytes > 5_000
+    now = 4 * frame_us
+    out = snd.on_frame(now, 10e6, now + frame_us)  # the target is back at 10 Mbit/s
+    assert snd.pending_bytes == 0 and out
+    # the whole backlog went out within one frame interval, at 2.5 x 10 Mbit/s
+    assert max(p.send_us for p in out) < now + frame_us
+    nbytes = sum(p.size for p in out)
+    span = max(p.send_us for p in out) - min(p.send_us for p in out)
+    assert span <= nbytes * 8e6 / 25e6 + 1
+    # every frame's last send time is recorded, never before it was encoded
+    fr = snd.frames
+    assert all(s >= e for s, e in zip(fr.sent_us, fr.enc_us, strict=True))

@@ -1,0 +1,175 @@
+"""OCC.PrbTotalDl, the carrier's DL PRBs (the engine's P_total), in the OCC xApp: the KPM
+measurements a node offers are read from its RAN function definition (as the R-NIB holds
+it), the xApp adds OCC.PrbTotalDl to a node's KPM subscription only when the node offers it,
+and with a simulated 106-PRB gNB the engine's fair share C_f uses 106 PRBs instead of the
+configured fallback.
+
+In process: the simulator's real E2 agent answers the xApp's request (through submgr's own
+REST parsing), its RIC indications go to ``OccXapp.on_indication``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from ricsdl.syncstorage import SyncStorage
+
+from octoric.e2sm import e2ap, kpm
+from octoric.redis_server import free_port
+from octoric.ric.scripted_node import default_ran_functions
+from octoric.ric.submgr import E2Subscription, parse_request
+from octoric.sim.e2agent import E2Agent
+from octoric.sim.engine import Engine
+from octoric.sim.overrides import apply_layout
+from octoric.sim.scenario import load
+from octoric.testing.sim_agent import offline_agent
+from octoric.xapps.base.discovery import E2Node, kpm_styles_of
+from octoric.xapps.base.sdl import SdlStore
+from octoric.xapps.base.shell import RmrMessage
+from octoric.xapps.occ import OccConfig, OccEngine
+from octoric.xapps.occ import metrics as M
+from octoric.xapps.occ.kpm_input import engine_input
+from octoric.xapps.occ.xapp import OccXapp
+from octoric.xapps.occ.xapp_config import OccXappConfig
+
+pytestmark = pytest.mark.unit
+PRB_TOTAL = "OCC.PrbTotalDl"
+N_PRB = 106
+
+
+def _sim_gnb(ues: int = 3) -> tuple[Engine, E2Agent]:
+    sc = load("multi-ue")
+    apply_layout(sc, cells=1, ues=ues)  # one cell: no handovers, every row valid
+    sc.ran.n_prb = N_PRB
+    sc.duration_s = 3
+    return offline_agent(sc, 4)
+
+
+def _node(meid: str, functions: list[tuple[int, str, bytes]]) -> E2Node:
+    """An E2Node as discovery builds it from an R-NIB record (definitions as hex strings)."""
+    kpm_def = next(d for f, o, d in functions if o == kpm.OID)
+    return E2Node(meid, True, tuple((f, o) for f, o, _ in functions), kpm_styles_of(kpm_def.hex()))
+
+
+def _agent_node(agent: E2Agent) -> E2Node:
+    return _node(
+        agent.meid, [(f.ran_function_id, f.oid, f.definition) for f in agent.ran_functions]
+    )
+
+
+def _stock_node() -> E2Node:
+    fs = default_ran_functions()  # the OCC measurements only, as a node without the extension
+    return _node("gnb_stock", [(f.ran_function_id, f.oid, f.definition) for f in fs])
+
+
+@pytest.fixture
+def xapp() -> OccXapp:
+    sdl = SdlStore("occ", storage=SyncStorage(fake_db_backend="dict"))
+    return OccXapp(free_port(), free_port(), sdl=sdl)
+
+
+def _requested(xapp: OccXapp, node: E2Node) -> list[str | int]:
+    """The measurements of the style-4 action the xApp asks submgr for, for ``node``."""
+    meas = xapp.kpm_measurements(node.kpm_measurements(xapp.cfg.report_style))
+    body = xapp.subscription_request(node.meid, "sid", "kpm", meas).body()
+    _, specs = parse_request(body)
+    d = kpm.decode_kpm(
+        kpm.KpmActionDefinition, bytes.fromhex(specs[0]["actions"][0]["ActionDefinition"])
+    )
+    assert isinstance(d.format, kpm.ActionFormat4)
+    return [m.meas for m in d.format.subscription.measurements]
+
+
+def test_discovery_reads_the_offered_measurements() -> None:
+    _, agent = _sim_gnb()
+    node = _agent_node(agent)
+    assert node.has_function(kpm.OID, kpm.RAN_FUNCTION_ID)
+    assert [s for s, _ in node.kpm_styles] == [1, 2, 3, 4, 5]
+    assert node.kpm_measurements(4) == (*kpm.OCC_MEASUREMENTS, PRB_TOTAL)
+    assert node.kpm_measurements() == (*kpm.OCC_MEASUREMENTS, PRB_TOTAL)
+    assert node.kpm_measurements(9) == ()
+    stock = _stock_node()
+    assert stock.kpm_measurements(4) == kpm.OCC_MEASUREMENTS
+    # a node without a readable definition offers nothing known
+    assert E2Node("x", True, ((2, kpm.OID),)).kpm_measurements() == ()
+
+
+def test_unreadable_definitions_give_nothing_and_log_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, "xapps.discovery")
+    bad = ("not hex, test_prb_total", "", "0x12", "00ff00ff", "20 54 45 53 54")
+    for _ in range(3):  # discovery reads the R-NIB every round
+        for d in bad:
+            assert kpm_styles_of(d) == ()
+    warned = [r for r in caplog.records if "not readable" in r.getMessage()]
+    assert len(warned) == len(bad)
+    # whitespace in the hex string (as XER-style dumps have) is fine
+    _, agent = _sim_gnb()
+    h = agent.ran_functions[0].definition.hex()
+    spaced = " ".join(h[i : i + 2] for i in range(0, len(h), 2))
+    assert kpm_styles_of(spaced) == kpm_styles_of(h) != ()
+
+
+def test_subscription_adds_prb_total_only_when_offered(xapp: OccXapp) -> None:
+    _, agent = _sim_gnb()
+    assert _requested(xapp, _agent_node(agent)) == [*kpm.OCC_MEASUREMENTS, PRB_TOTAL]
+    assert _requested(xapp, _stock_node()) == list(kpm.OCC_MEASUREMENTS)
+    assert xapp.kpm_measurements(()) == xapp.cfg.measurements
+    # the default request (no node information) is the configured list, as before
+    body = xapp.subscription_request("gnb_a", "s").body()
+    d = kpm.decode_kpm(
+        kpm.KpmActionDefinition,
+        bytes(body["SubscriptionDetails"][0]["ActionToBeSetupList"][0]["ActionDefinition"]),
+    )
+    assert isinstance(d.format, kpm.ActionFormat4)
+    assert [m.meas for m in d.format.subscription.measurements] == list(kpm.OCC_MEASUREMENTS)
+    # configured already: not twice
+    xapp.cfg = OccXappConfig(measurements=(PRB_TOTAL, *kpm.OCC_MEASUREMENTS))
+    assert _requested(xapp, _agent_node(agent)) == [PRB_TOTAL, *kpm.OCC_MEASUREMENTS]
+
+
+def test_a_106_prb_gnb_sets_the_fair_share(xapp: OccXapp) -> None:
+    eng, agent = _sim_gnb()
+    node = _agent_node(agent)
+    meas = xapp.kpm_measurements(node.kpm_measurements(4))
+    common, specs = parse_request(xapp.subscription_request(node.meid, "sid", "kpm", meas).body())
+    sub = E2Subscription(
+        7, node.meid, common["ran_function_id"], specs[0]["trigger"], specs[0]["actions"],
+        True, 2.0, 2,
+    )  # fmt: skip
+    asyncio.run(agent._handle(sub.to_e2ap()))
+    (resp,) = [e2ap.decode_e2ap(agent._queue.get_nowait()) for _ in range(agent._queue.qsize())]
+    assert isinstance(resp, e2ap.RicSubscriptionResponse) and resp.admitted == [1]
+    assert agent.subs[(resp.request_id.requestor_id, 7)].kpm_actions[0].measurements == tuple(meas)
+
+    eng.run_until(2000)
+    pdus = [agent._queue.get_nowait() for _ in range(agent._queue.qsize())]
+    assert len(pdus) >= 190  # one per 10 ms
+    base = OccConfig()
+    assert base.prb_total_dl != N_PRB and xapp.engine.config == base
+    ref_106 = OccEngine(replace(base, prb_total_dl=float(N_PRB)))  # told 106 by configuration
+    ref_base = OccEngine(base)
+    reported = OccEngine(base)  # the xApp's configuration, fed what the gNB reports
+    cf_106, cf_base = [], []
+    for pdu in pdus:
+        xapp.on_indication(RmrMessage(12050, 7, node.meid, pdu))
+        inp = engine_input(pdu)
+        assert (inp.metrics[M.PRB_TOTAL] == N_PRB).all()
+        without = {k: v for k, v in inp.metrics.items() if k != M.PRB_TOTAL}
+        cf_106.append(ref_106.ingest(inp.ue_ids, inp.t0_ms, without).fair_share_bps)
+        cf_base.append(ref_base.ingest(inp.ue_ids, inp.t0_ms, without).fair_share_bps)
+        got = reported.ingest(inp.ue_ids, inp.t0_ms, inp.metrics).fair_share_bps
+        np.testing.assert_array_equal(got, cf_106[-1])
+    assert not xapp.rejected and not xapp.dropped_rows
+    assert len(xapp.latest) == 3
+    last = dict(zip(inp.ue_ids.tolist(), cf_106[-1].tolist(), strict=True))
+    for ue, rec in xapp.latest.items():
+        assert rec.fair_share_bps == pytest.approx(last[ue], rel=1e-12)
+    # the fallback (51 PRBs) would have given C_f = P_total / N_user x R_f with 51, not 106
+    a, b = np.concatenate(cf_106), np.concatenate(cf_base)
+    assert (b > 0).all()
+    np.testing.assert_allclose(a, b * N_PRB / base.prb_total_dl, rtol=1e-9)
