@@ -18,6 +18,7 @@ help:
 	@echo "make test      the default test suite (< 20 min): Python + native"
 	@echo "make test-all  every suite, slow and sanitizer ones included"
 	@echo "make bench     benchmarks; writes docs/benchmarks.md"
+	@echo "make eval      OCC vs GCC vs PBE on ../shared/traces/mahimahi -> build/occ-eval/ (EVAL_ARGS=...)"
 	@echo "make lint      ruff + mypy (+ clippy/rustfmt for native crates)"
 	@echo "make fmt       format Python and native code"
 	@echo "make setup     create .venv, install locked deps, build native parts, install redis-server"
@@ -71,8 +72,10 @@ test-all: setup
 bench: setup
 	$(VENV)/bin/octoric bench --write docs/benchmarks.md
 
+# the OCC paper's comparison on every Mahimahi trace (docs/occ.md); EVAL_ARGS adds options
+EVAL_TRACES ?= ../shared/traces/mahimahi
 eval: setup
-	$(VENV)/bin/octoric eval
+	$(VENV)/bin/octoric eval occ --traces $(EVAL_TRACES) --json build/occ-eval/results.json $(EVAL_ARGS)
 
 charts: setup
 	@if [ -d charts ] && ls charts/*/Chart.yaml >/dev/null 2>&1; then \

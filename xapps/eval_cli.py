@@ -24,7 +24,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--duration", type=float, default=120.0, metavar="S",
         help="simulated seconds per run (default 120)",
     )  # fmt: skip
-    o.add_argument("--plots", metavar="DIR", help="write PNG plots into DIR")
+    o.add_argument(
+        "--plots", metavar="DIR", help="write PNG plots into DIR (default: OUT's folder)"
+    )
+    o.add_argument("--no-plots", action="store_true", help="write no plots")
     o.add_argument("--plot-prefix", default="occ-eval", help="PNG file name prefix")
     o.add_argument("--seed", type=int, default=1)
     o.add_argument(
@@ -81,8 +84,9 @@ def _cmd_occ(args: argparse.Namespace) -> int:
     unknown = sorted(set(args.timeseries) - {c.name for c in cases if c.trace is not None})
     if unknown:
         raise ev.EvalError(f"--timeseries: no trace {', '.join(unknown)} in this run")
-    if args.timeseries and not args.plots:
-        raise ev.EvalError("--timeseries needs --plots DIR")
+    plots = None if args.no_plots else Path(args.plots or Path(args.json).parent)
+    if args.timeseries and plots is None:
+        raise ev.EvalError("--timeseries needs plots (drop --no-plots)")
     t0 = time.monotonic()
     channel = ev.TraceChannel(
         csi_period_ms=args.csi_period_ms,
@@ -110,13 +114,13 @@ def _cmd_occ(args: argparse.Namespace) -> int:
     md.write_text(table)
     print(table)
     print(f"[eval] wrote {out} and {md}", file=sys.stderr)
-    if args.plots:
-        for path in ev.write_plots(results, Path(args.plots), args.plot_prefix):
+    if plots is not None:
+        for path in ev.write_plots(results, plots, args.plot_prefix):
             print(f"[eval] wrote {path}", file=sys.stderr)
         by_name = {c.name: c for c in cases}
         for name in args.timeseries:
             path = ev.write_timeseries_plot(
-                by_name[name], Path(args.plots), args.plot_prefix, seed=args.seed, channel=channel
+                by_name[name], plots, args.plot_prefix, seed=args.seed, channel=channel
             )
             print(f"[eval] wrote {path}", file=sys.stderr)
     return 0

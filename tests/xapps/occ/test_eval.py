@@ -27,10 +27,10 @@ def test_eval_occ_writes_results_table_and_plots(
     traces.mkdir()
     _write_trace(traces / "synthetic.down")
     (traces / "synthetic.up").write_text("1\n")  # uplink traces are not replayed
-    out = tmp_path / "res.json"
-    plots = tmp_path / "plots"
+    out = tmp_path / "res" / "res.json"
+    plots = out.parent  # plots go beside OUT unless --plots says otherwise
     args = ["eval", "occ", "--traces", str(traces), "--json", str(out), "--duration", "3",
-            "--plots", str(plots)]  # fmt: skip
+            "--timeseries", "synthetic"]  # fmt: skip
     assert main(args) == 0
     cap = capsys.readouterr()
     assert "[eval] 6/6 multi-ue-contention pbe" in cap.err  # progress on stderr
@@ -58,6 +58,7 @@ def test_eval_occ_writes_results_table_and_plots(
         "occ-eval-bars.png",
         f"occ-eval-cdf-{ev.CONTENTION}.png",
         "occ-eval-cdf-synthetic.png",
+        "occ-eval-timeseries-synthetic.png",
     ]
     assert all((plots / n).read_bytes()[:4] == b"\x89PNG" for n in pngs)
 
@@ -70,6 +71,21 @@ def test_eval_occ_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     # through the CLI: a clear message, no traceback
     assert main(["eval", "occ", "--traces", str(tmp_path), "--json", str(tmp_path / "o")]) != 0
     assert "no Mahimahi traces" in capsys.readouterr().err
+    traces = tmp_path / "t"
+    traces.mkdir()
+    _write_trace(traces / "synthetic.down")
+    base = ["eval", "occ", "--traces", str(traces), "--json", str(tmp_path / "o.json")]
+    for extra, msg in (
+        (["--occ-set", "beta=2"], "beta: must be in (0, 1)"),
+        (["--occ-set", "nope=1"], "want KEY=VALUE with KEY one of"),
+        (["--occ-set", "outage_fallback=maybe"], "is not a bool"),
+        (["--csi-period-ms", "-1"], "--csi-period-ms must be >= 0"),
+        (["--timeseries", "other"], "--timeseries: no trace other"),
+        (["--timeseries", "synthetic", "--no-plots"], "--timeseries needs plots"),
+    ):
+        assert main(base + extra) != 0
+        assert msg in capsys.readouterr().err, extra
+    assert not (tmp_path / "o.json").exists()
 
 
 def test_block_mean_keeps_bytes_per_block() -> None:
