@@ -173,3 +173,32 @@ def test_a_106_prb_gnb_sets_the_fair_share(xapp: OccXapp) -> None:
     a, b = np.concatenate(cf_106), np.concatenate(cf_base)
     assert (b > 0).all()
     np.testing.assert_allclose(a, b * N_PRB / base.prb_total_dl, rtol=1e-9)
+
+
+def test_a_node_that_offers_other_measurements_is_resubscribed(
+    xapp: OccXapp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Stand-ins, said plainly: ricxappframe's R-NIB reads need an initialised RMR context,
+    # so discovery's node list is given directly; submgr is unreachable (the request fails
+    # and is counted), which is enough to see what the xApp asks for and when.
+    from octoric.xapps.base.subscription import SubmgrClient
+
+    xapp.submgr = SubmgrClient(f"http://127.0.0.1:{free_port()}/ric/v1/subscriptions", 0.5)
+    _, agent = _sim_gnb()
+    stock = _stock_node()
+    nodes = [E2Node(agent.meid, True, stock.ran_functions, stock.kpm_styles)]
+    monkeypatch.setattr(xapp.shell, "xapp", object())
+    monkeypatch.setattr(xapp.shell, "rnib_nodes", lambda: list(nodes))
+    key = f"kpm.{agent.meid}"
+    xapp._discover_once()
+    first = xapp.subs[key]
+    assert first.measurements == kpm.OCC_MEASUREMENTS
+    xapp._discover_once()  # same offer: the subscription stands
+    assert xapp.subs[key] is first and xapp.counters["resubscriptions_offer_changed"] == 0
+    nodes[:] = [_agent_node(agent)]  # the node set up again, now offering OCC.PrbTotalDl
+    xapp._discover_once()
+    assert xapp.counters["resubscriptions_offer_changed"] == 1
+    assert xapp.subs[key].measurements == (*kpm.OCC_MEASUREMENTS, PRB_TOTAL)
+    assert xapp.subs[key].subscription_id != first.subscription_id
+    xapp._discover_once()
+    assert xapp.counters["resubscriptions_offer_changed"] == 1
