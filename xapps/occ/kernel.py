@@ -111,11 +111,8 @@ def rows_ok(blk: FloatArray) -> npt.NDArray[np.bool_]:
 
 
 @_jit
-def _dq_push_min(
-    dq_t: IntArray, dq_v: FloatArray, ist: IntArray, s: int, q: int, t: int, v: float, lw: int
-) -> float:
-    """Push (t, v) on deque ``q`` of slot ``s`` after expiring times <= t - lw; return the
-    minimum over (t - lw, t]. Amortised O(1): each value enters and leaves once."""
+def _dq_expire(dq_t: IntArray, ist: IntArray, s: int, q: int, t: int, lw: int) -> None:
+    """Drop the times <= t - lw from the front of deque ``q`` of slot ``s``."""
     head = ist[s, I_DQ_HEAD + q]
     size = ist[s, I_DQ_SIZE + q]
     while size > 0 and dq_t[s, q, head] <= t - lw:
@@ -123,6 +120,19 @@ def _dq_push_min(
         if head == lw:
             head = 0
         size -= 1
+    ist[s, I_DQ_HEAD + q] = head
+    ist[s, I_DQ_SIZE + q] = size
+
+
+@_jit
+def _dq_push_min(
+    dq_t: IntArray, dq_v: FloatArray, ist: IntArray, s: int, q: int, t: int, v: float, lw: int
+) -> float:
+    """Push (t, v) on deque ``q`` of slot ``s`` after expiring times <= t - lw; return the
+    minimum over (t - lw, t]. Amortised O(1): each value enters and leaves once."""
+    _dq_expire(dq_t, ist, s, q, t, lw)
+    head = ist[s, I_DQ_HEAD + q]
+    size = ist[s, I_DQ_SIZE + q]
     while size > 0:
         back = head + size - 1
         if back >= lw:
@@ -137,7 +147,6 @@ def _dq_push_min(
     dq_t[s, q, pos] = t
     dq_v[s, q, pos] = v
     size += 1
-    ist[s, I_DQ_HEAD + q] = head
     ist[s, I_DQ_SIZE + q] = size
     return float(dq_v[s, q, head])
 
@@ -145,16 +154,10 @@ def _dq_push_min(
 @_jit
 def _window_min(dq_t: IntArray, dq_v: FloatArray, ist: IntArray, s: int, t: int, lw: int) -> float:
     """The minimum of deque 0 (C_p') over (t - lw, t] without pushing; 0 if none."""
-    head = ist[s, I_DQ_HEAD]
-    size = ist[s, I_DQ_SIZE]
-    while size > 0 and dq_t[s, 0, head] <= t - lw:
-        head += 1
-        if head == lw:
-            head = 0
-        size -= 1
-    ist[s, I_DQ_HEAD] = head
-    ist[s, I_DQ_SIZE] = size
-    return float(dq_v[s, 0, head]) if size > 0 else 0.0
+    _dq_expire(dq_t, ist, s, 0, t, lw)
+    if ist[s, I_DQ_SIZE] == 0:
+        return 0.0
+    return float(dq_v[s, 0, ist[s, I_DQ_HEAD]])
 
 
 @_jit
