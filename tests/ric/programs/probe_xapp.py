@@ -8,11 +8,8 @@ Usage: probe_xapp.py RMR_PORT HTTP_PORT MEID [--indications N] [--control]
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import octoric.ric.rmr  # noqa: F401  (our librmr_si.so, before ricxappframe binds it)
 
@@ -20,27 +17,12 @@ import requests
 from ricxappframe.xapp_frame import RMRXapp, rmr
 
 from octoric.e2sm import e2ap, kpm
-from octoric.testing.xapp_tools import send_with_meid
-
-EVENTS: list[dict[str, object]] = []
-LOCK = threading.Lock()
-
-
-def emit(**kw: object) -> None:
-    with LOCK:
-        EVENTS.append(kw)
-        print(json.dumps(kw), flush=True)
-
-
-class ResponseHandler(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        emit(event="subscription_response", body=body)
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
+from octoric.testing.xapp_tools import (
+    emit,
+    send_with_meid,
+    serve_subscription_responses,
+    subscription_body,
+)
 
 
 def main() -> int:
@@ -53,8 +35,7 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="do not delete; run until killed")
     args = ap.parse_args()
 
-    http = HTTPServer(("127.0.0.1", args.http_port), ResponseHandler)
-    threading.Thread(target=http.serve_forever, daemon=True).start()
+    serve_subscription_responses(args.http_port)
     counts = {"ind": 0, "ack": 0}
 
     def on_indication(xapp: RMRXapp, summary: dict, sbuf: object) -> None:
@@ -102,37 +83,7 @@ def main() -> int:
     # the subscription (KPM style 4 action, report period 10 ms), CamelCase as submgr expects
     trigger = kpm.encode_kpm(kpm.KpmEventTrigger(10))
     action = kpm.encode_kpm(kpm.action_definition_style4(["DRB.UEThpDl"], granularity_ms=1))
-    body = {
-        "ClientEndpoint": {
-            "Host": "127.0.0.1",
-            "HTTPPort": args.http_port,
-            "RMRPort": args.rmr_port,
-        },
-        "Meid": args.meid,
-        "RANFunctionID": 2,
-        "E2SubscriptionDirectives": {
-            "E2TimeoutTimerValue": 2,
-            "E2RetryCount": 2,
-            "RMRRoutingNeeded": True,
-        },
-        "SubscriptionDetails": [
-            {
-                "XappEventInstanceId": 12345,
-                "EventTriggers": list(trigger),
-                "ActionToBeSetupList": [
-                    {
-                        "ActionID": 1,
-                        "ActionType": "report",
-                        "ActionDefinition": list(action),
-                        "SubsequentAction": {
-                            "SubsequentActionType": "continue",
-                            "TimeToWait": "zero",
-                        },
-                    }
-                ],
-            }
-        ],
-    }
+    body = subscription_body(args.rmr_port, args.http_port, args.meid, 2, trigger, action, 12345)
     url = __import__("os").environ["SUBMGR_URL"]
     r = requests.post(url, json=body, timeout=5)
     emit(event="posted", status=r.status_code, body=r.json())

@@ -9,12 +9,9 @@ Usage: e2_probe.py RMR_PORT HTTP_PORT MEID [--kpm N] [--rc N] [--control-ue AMF_
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import octoric.ric.rmr  # noqa: F401  (our librmr_si.so, before ricxappframe binds it)
@@ -23,61 +20,18 @@ import requests
 from ricxappframe.xapp_frame import RMRXapp, rmr
 
 from octoric.e2sm import e2ap, kpm, rc
-from octoric.testing.xapp_tools import send_with_meid
-
-LOCK = threading.Lock()
-
-
-def emit(**kw: object) -> None:
-    with LOCK:
-        print(json.dumps(kw), flush=True)
-
-
-class ResponseHandler(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        emit(event="subscription_response", body=body)
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
+from octoric.testing.xapp_tools import (
+    emit,
+    send_with_meid,
+    serve_subscription_responses,
+    subscription_body,
+)
 
 
 def subscription(
     args: argparse.Namespace, rf: int, trigger: bytes, action: bytes, xid: int
 ) -> dict[str, Any]:
-    return {
-        "ClientEndpoint": {
-            "Host": "127.0.0.1",
-            "HTTPPort": args.http_port,
-            "RMRPort": args.rmr_port,
-        },
-        "Meid": args.meid,
-        "RANFunctionID": rf,
-        "E2SubscriptionDirectives": {
-            "E2TimeoutTimerValue": 2,
-            "E2RetryCount": 2,
-            "RMRRoutingNeeded": True,
-        },
-        "SubscriptionDetails": [
-            {
-                "XappEventInstanceId": xid,
-                "EventTriggers": list(trigger),
-                "ActionToBeSetupList": [
-                    {
-                        "ActionID": 1,
-                        "ActionType": "report",
-                        "ActionDefinition": list(action),
-                        "SubsequentAction": {
-                            "SubsequentActionType": "continue",
-                            "TimeToWait": "zero",
-                        },
-                    }
-                ],
-            }
-        ],
-    }
+    return subscription_body(args.rmr_port, args.http_port, args.meid, rf, trigger, action, xid)
 
 
 def main() -> int:
@@ -92,8 +46,7 @@ def main() -> int:
     ap.add_argument("--hold", type=float, default=0.0, help="keep subscribed this long (s)")
     args = ap.parse_args()
 
-    http = HTTPServer(("127.0.0.1", args.http_port), ResponseHandler)
-    threading.Thread(target=http.serve_forever, daemon=True).start()
+    serve_subscription_responses(args.http_port)
     counts = {"kpm": 0, "rc": 0, "answer": 0}
 
     def on_indication(xapp: RMRXapp, summary: dict, sbuf: object) -> None:
