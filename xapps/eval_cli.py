@@ -88,14 +88,14 @@ def _cmd_occ(args: argparse.Namespace) -> int:
     if args.timeseries and plots is None:
         raise ev.EvalError("--timeseries needs plots (drop --no-plots)")
     t0 = time.monotonic()
-    channel = ev.TraceChannel(
+    opts = ev.EvalOptions(
         csi_period_ms=args.csi_period_ms,
         smooth_ms=args.smooth_ms,
         occ_overrides=ev.parse_occ_set(args.occ_set),
     )
     schemes = tuple(dict.fromkeys(args.scheme)) if args.scheme else ev.SCHEMES
     results = ev.run_all(
-        cases, args.duration, args.seed, schemes, progress=ev.progress_to_stderr, channel=channel
+        cases, args.duration, args.seed, schemes, progress=ev.progress_to_stderr, opts=opts
     )
     out = Path(args.json)
     meta = {
@@ -120,7 +120,7 @@ def _cmd_occ(args: argparse.Namespace) -> int:
         by_name = {c.name: c for c in cases}
         for name in args.timeseries:
             path = ev.write_timeseries_plot(
-                by_name[name], plots, args.plot_prefix, seed=args.seed, channel=channel
+                by_name[name], plots, args.plot_prefix, seed=args.seed, opts=opts
             )
             print(f"[eval] wrote {path}", file=sys.stderr)
     return 0

@@ -87,17 +87,18 @@ def find_cases(traces: Path, contention: bool = True) -> list[EvalCase]:
 
 
 @dataclass(frozen=True)
-class TraceChannel:
-    """How a Mahimahi trace becomes the channel (the same for every scheme).
+class EvalOptions:
+    """How a Mahimahi trace becomes the channel (the same for every scheme), and the OCC
+    engine's settings.
 
     ``csi_period_ms``: the gNB reports the trace's capacity over the previous CSI period as
     the UE's MCS (0: each ms's delivered bytes, i.e. an MCS of zero between packets).
     ``smooth_ms``: deliveries too are spread evenly over blocks of this many ms (0: the
-    trace's own delivery times)."""
+    trace's own delivery times). ``occ_overrides``: ``OccConfig`` fields for `occ` runs."""
 
     csi_period_ms: int = 20
     smooth_ms: int = 0
-    occ_overrides: tuple[tuple[str, Any], ...] = ()  # OccConfig fields for `occ` runs
+    occ_overrides: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if self.csi_period_ms < 0:
@@ -149,7 +150,7 @@ def parse_occ_set(items: list[str]) -> tuple[tuple[str, Any], ...]:
     return tuple(out)
 
 
-def _scenario(case: EvalCase, scheme: str, duration_s: float, channel: TraceChannel) -> Any:
+def _scenario(case: EvalCase, scheme: str, duration_s: float, opts: EvalOptions) -> Any:
     from octoric.sim.scenario import load
 
     sc = load(f"trace:{case.trace}" if case.trace is not None else "multi-ue")
@@ -158,7 +159,7 @@ def _scenario(case: EvalCase, scheme: str, duration_s: float, channel: TraceChan
     sc.abw_source = "occ-engine"  # only `occ` flows read it: never the stand-in
     for ue in sc.ues:
         if ue.channel.kind == "mahimahi":
-            ue.channel.csi_period_ms = channel.csi_period_ms
+            ue.channel.csi_period_ms = opts.csi_period_ms
         for f in ue.flows:
             f.traffic = "video"
             f.scheme = scheme
@@ -197,22 +198,29 @@ def smooth_traces(eng: Any, block_ms: int) -> None:
                 ch.reported_per_ms = ch.bits_per_ms
 
 
+def _engine(case: EvalCase, scheme: str, duration_s: float, seed: int, opts: EvalOptions) -> Any:
+    """The simulator set up for one run (not started)."""
+    from octoric.sim.engine import Engine
+
+    eng = Engine(_scenario(case, scheme, duration_s, opts), seed)
+    if scheme == "occ":
+        _reconfigure_occ(eng, opts.occ_overrides)
+    if opts.smooth_ms > 1:
+        smooth_traces(eng, opts.smooth_ms)
+    return eng
+
+
 def run_case(
     case: EvalCase,
     scheme: str,
     duration_s: float,
     seed: int = 1,
-    channel: TraceChannel = TraceChannel(),
+    opts: EvalOptions = EvalOptions(),
 ) -> EvalResult:
-    from octoric.sim.engine import Engine
     from octoric.sim.runner import RunResult
     from octoric.sim.summary import build_summary
 
-    eng = Engine(_scenario(case, scheme, duration_s, channel), seed)
-    if scheme == "occ":
-        _reconfigure_occ(eng, channel.occ_overrides)
-    if channel.smooth_ms > 1:
-        smooth_traces(eng, channel.smooth_ms)
+    eng = _engine(case, scheme, duration_s, seed, opts)
     wall = eng.run()
     res = RunResult(eng, build_summary(eng, wall), wall)
     flows = [f for f in res.summary["flows"] if f.get("scheme") is not None]
@@ -258,7 +266,7 @@ def run_all(
     seed: int = 1,
     schemes: tuple[str, ...] = SCHEMES,
     progress: Callable[[str], None] | None = None,
-    channel: TraceChannel = TraceChannel(),
+    opts: EvalOptions = EvalOptions(),
 ) -> list[EvalResult]:
     if duration_s <= 0:
         raise EvalError("--duration must be > 0")
@@ -269,7 +277,7 @@ def run_all(
             if progress:
                 progress(f"[eval] {len(out) + 1}/{n} {case.name} {scheme} ({duration_s:g} s) ...")
             t0 = time.monotonic()
-            r = run_case(case, scheme, duration_s, seed, channel)
+            r = run_case(case, scheme, duration_s, seed, opts)
             out.append(r)
             if progress:
                 progress(
@@ -391,7 +399,7 @@ def write_timeseries_plot(
     prefix: str = "occ-eval",
     duration_s: float = 60.0,
     seed: int = 1,
-    channel: TraceChannel = TraceChannel(),
+    opts: EvalOptions = EvalOptions(),
     variants: tuple[OccVariant, ...] = TIMESERIES_VARIANTS,
 ) -> Path:
     """One trace, OCC variants over time: the trace's capacity (100 ms means), its outages
@@ -402,18 +410,14 @@ def write_timeseries_plot(
     import matplotlib.pyplot as plt
 
     from octoric.sim.channels import MahimahiChannel
-    from octoric.sim.engine import Engine
 
     if case.trace is None:
         raise EvalError("--timeseries needs a trace, not the contention case")
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 5.5), sharex=True)
     shaded = False
     for k, v in enumerate(variants):
-        ch = TraceChannel(channel.csi_period_ms, channel.smooth_ms, v.overrides)
-        eng = Engine(_scenario(case, "occ", duration_s, ch), seed)
-        _reconfigure_occ(eng, v.overrides)
-        if ch.smooth_ms > 1:
-            smooth_traces(eng, ch.smooth_ms)
+        vopts = EvalOptions(opts.csi_period_ms, opts.smooth_ms, opts.occ_overrides + v.overrides)
+        eng = _engine(case, "occ", duration_s, seed, vopts)
         eng.run()
         mc = eng.channels[0]
         if not shaded and isinstance(mc, MahimahiChannel):
