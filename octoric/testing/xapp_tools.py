@@ -91,3 +91,51 @@ def subscription_body(
             }
         ],
     }
+
+
+def start_rmr_xapp(rmr_port: int, callbacks: dict[int, Any]) -> Any:
+    """An unmodified ricxappframe ``RMRXapp`` on ``rmr_port`` running in a thread:
+    ``callbacks`` maps message types to handlers; any other type becomes an "other" event."""
+    from ricxappframe.xapp_frame import RMRXapp
+
+    def default(xapp: Any, summary: dict[str, Any], sbuf: object) -> None:
+        emit(event="other", mtype=summary[rmr.RMR_MS_MSG_TYPE])
+        xapp.rmr_free(sbuf)
+
+    xapp = RMRXapp(default, rmr_port=rmr_port, use_fake_sdl=False)
+    for mtype, cb in callbacks.items():
+        xapp.register_callback(cb, mtype)
+    xapp.run(thread=True)
+    return xapp
+
+
+def post_subscription(url: str, body: dict[str, Any]) -> str:
+    """POST a subscription to submgr; emits "posted" and returns the SubscriptionId."""
+    import requests
+
+    r = requests.post(url, json=body, timeout=5)
+    emit(event="posted", status=r.status_code, body=r.json())
+    return str(r.json()["SubscriptionId"])
+
+
+def send_octopus_control(xapp: Any, meid: str, amf_ue_id: int, adaptation: Any) -> int:
+    """An E2SM-RC control (Octopus action 100) for one UE, ACK requested, sent by meid;
+    emits "control_sent" and returns the RMR state."""
+    from octoric.e2sm import e2ap, rc
+    from octoric.e2sm.common import Guami, UeId
+    from octoric.e2sm.e2ap_ies import RicRequestId
+
+    ue = UeId.gnb(amf_ue_id, Guami(bytes.fromhex("00f110"), 1, 1, 0))
+    header, message = rc.octopus_control(ue, adaptation)
+    req = e2ap.RicControlRequest(RicRequestId(777, 42), 3, header, message, ack_request="ack")
+    state = send_with_meid(xapp._mrc, 12040, e2ap.encode_e2ap(req), meid)
+    emit(event="control_sent", state=state)
+    return state
+
+
+def wait_until(cond: Any, timeout_s: float) -> bool:
+    """Poll ``cond()`` every 50 ms until it is true or ``timeout_s`` passes."""
+    deadline = time.time() + timeout_s
+    while not cond() and time.time() < deadline:
+        time.sleep(0.05)
+    return bool(cond())

@@ -19,9 +19,12 @@ from ricxappframe.xapp_frame import RMRXapp, rmr
 from octoric.e2sm import e2ap, kpm
 from octoric.testing.xapp_tools import (
     emit,
-    send_with_meid,
+    post_subscription,
+    send_octopus_control,
     serve_subscription_responses,
+    start_rmr_xapp,
     subscription_body,
+    wait_until,
 )
 
 
@@ -70,14 +73,7 @@ def main() -> int:
         )  # type: ignore[attr-defined]
         xapp.rmr_free(sbuf)
 
-    def default(xapp: RMRXapp, summary: dict, sbuf: object) -> None:
-        emit(event="other", mtype=summary[rmr.RMR_MS_MSG_TYPE])
-        xapp.rmr_free(sbuf)
-
-    xapp = RMRXapp(default, rmr_port=args.rmr_port, use_fake_sdl=False)
-    xapp.register_callback(on_indication, 12050)
-    xapp.register_callback(on_ack, 12041)
-    xapp.run(thread=True)
+    xapp = start_rmr_xapp(args.rmr_port, {12050: on_indication, 12041: on_ack})
     emit(event="started")
 
     # the subscription (KPM style 4 action, report period 10 ms), CamelCase as submgr expects
@@ -85,29 +81,16 @@ def main() -> int:
     action = kpm.encode_kpm(kpm.action_definition_style4(["DRB.UEThpDl"], granularity_ms=1))
     body = subscription_body(args.rmr_port, args.http_port, args.meid, 2, trigger, action, 12345)
     url = __import__("os").environ["SUBMGR_URL"]
-    r = requests.post(url, json=body, timeout=5)
-    emit(event="posted", status=r.status_code, body=r.json())
-    sid = r.json()["SubscriptionId"]
+    sid = post_subscription(url, body)
 
-    deadline = time.time() + 30
-    while counts["ind"] < args.indications and time.time() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: counts["ind"] >= args.indications, 30)
     emit(event="received", count=counts["ind"])
 
     if args.control:
         from octoric.e2sm import rc
-        from octoric.e2sm.common import Guami, UeId
-        from octoric.e2sm.e2ap_ies import RicRequestId
 
-        ue = UeId.gnb(7, Guami(bytes.fromhex("00f110"), 1, 1, 0))
-        header, message = rc.octopus_control(ue, rc.OctopusAdaptation(drb_id=1))
-        req = e2ap.RicControlRequest(RicRequestId(777, 42), 3, header, message, ack_request="ack")
-        payload = e2ap.encode_e2ap(req)
-        state = send_with_meid(xapp._mrc, 12040, payload, args.meid)
-        emit(event="control_sent", state=state)
-        deadline = time.time() + 10
-        while counts["ack"] == 0 and time.time() < deadline:
-            time.sleep(0.05)
+        send_octopus_control(xapp, args.meid, 7, rc.OctopusAdaptation(drb_id=1))
+        wait_until(lambda: counts["ack"] > 0, 10)
 
     if args.keep:
         while True:

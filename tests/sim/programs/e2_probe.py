@@ -22,9 +22,12 @@ from ricxappframe.xapp_frame import RMRXapp, rmr
 from octoric.e2sm import e2ap, kpm, rc
 from octoric.testing.xapp_tools import (
     emit,
-    send_with_meid,
+    post_subscription,
+    send_octopus_control,
     serve_subscription_responses,
+    start_rmr_xapp,
     subscription_body,
+    wait_until,
 )
 
 
@@ -77,53 +80,28 @@ def main() -> int:
         )
         xapp.rmr_free(sbuf)
 
-    def default(xapp: RMRXapp, summary: dict, sbuf: object) -> None:
-        emit(event="other", mtype=summary[rmr.RMR_MS_MSG_TYPE])
-        xapp.rmr_free(sbuf)
-
-    xapp = RMRXapp(default, rmr_port=args.rmr_port, use_fake_sdl=False)
-    xapp.register_callback(on_indication, 12050)
-    xapp.register_callback(on_answer, 12041)
-    xapp.register_callback(on_answer, 12042)
-    xapp.run(thread=True)
+    xapp = start_rmr_xapp(args.rmr_port, {12050: on_indication, 12041: on_answer, 12042: on_answer})
     url = os.environ["SUBMGR_URL"]
 
     sids = []
     trigger = kpm.encode_kpm(kpm.KpmEventTrigger(10))
     action = kpm.encode_kpm(kpm.action_definition_style4(kpm.OCC_MEASUREMENTS, granularity_ms=1))
-    r = requests.post(url, json=subscription(args, 2, trigger, action, 1), timeout=5)
-    emit(event="posted", status=r.status_code, body=r.json())
-    sids.append(r.json()["SubscriptionId"])
+    sids.append(post_subscription(url, subscription(args, 2, trigger, action, 1)))
     if args.rc:
         trig = rc.encode_rc(rc.event_trigger_ue_info())
         act = rc.encode_rc(rc.RcActionDefinition(4, (202, 17011)))
-        r = requests.post(url, json=subscription(args, 3, trig, act, 2), timeout=5)
-        emit(event="posted", status=r.status_code, body=r.json())
-        sids.append(r.json()["SubscriptionId"])
+        sids.append(post_subscription(url, subscription(args, 3, trig, act, 2)))
 
     t_sub = time.time()
-    deadline = t_sub + args.timeout
-    while (counts["kpm"] < args.kpm or counts["rc"] < args.rc) and time.time() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: counts["kpm"] >= args.kpm and counts["rc"] >= args.rc, args.timeout)
     while time.time() < t_sub + args.hold:
         time.sleep(0.05)
     emit(event="received", **counts)
 
     if args.control_ue is not None:
-        from octoric.e2sm.common import Guami, UeId
-        from octoric.e2sm.e2ap_ies import RicRequestId
-
-        ue = UeId.gnb(args.control_ue, Guami(bytes.fromhex("00f110"), 1, 1, 0))
-        header, message = rc.octopus_control(
-            ue, rc.OctopusAdaptation(drb_id=1, bitrate_window_ms=80, drop_by_bitrate=False)
-        )
-        req = e2ap.RicControlRequest(RicRequestId(777, 42), 3, header, message, ack_request="ack")
-        payload = e2ap.encode_e2ap(req)
-        state = send_with_meid(xapp._mrc, 12040, payload, args.meid)
-        emit(event="control_sent", state=state)
-        deadline = time.time() + 10
-        while counts["answer"] == 0 and time.time() < deadline:
-            time.sleep(0.05)
+        adapt = rc.OctopusAdaptation(drb_id=1, bitrate_window_ms=80, drop_by_bitrate=False)
+        send_octopus_control(xapp, args.meid, args.control_ue, adapt)
+        wait_until(lambda: counts["answer"] > 0, 10)
 
     for sid in sids:
         r = requests.delete(f"{url}/{sid}", timeout=5)
