@@ -156,20 +156,24 @@ class MahimahiChannel:
         self.trace = read_mahimahi(path)
         self.ctx = ctx
         self.offset = offset_ms
-        self.bits_per_ms = self.trace.bytes_per_ms * 8.0 / ctx.n_prb
-        self.csi_period_ms = csi_period_ms
         # At low rates a CSI period may hold no 1500-byte delivery although the link is up
         # (EV-DO at 0.45 Mbit/s: one packet per 27 ms), so the period is at least
         # MIN_PACKETS mean inter-delivery times: only a longer silence reads as an outage.
-        n_del = max(1, int(self.trace.deliveries))
+        n_del = max(1, self.trace.deliveries)
         self.la_period_ms = (
             max(csi_period_ms, math.ceil(MIN_PACKETS * self.trace.period_ms / n_del))
             if csi_period_ms > 0
             else 0
         )
+        self.set_deliveries(self.trace.bytes_per_ms * 8.0 / ctx.n_prb)
+
+    def set_deliveries(self, bits_per_ms: np.ndarray) -> None:
+        """Replace what the trace delivers per ms and PRB (e.g. spread over blocks); the
+        reported MCS follows."""
+        self.bits_per_ms = np.asarray(bits_per_ms, dtype=np.float64)
         self.reported_per_ms = (
             previous_period_mean(self.bits_per_ms, self.la_period_ms)
-            if csi_period_ms > 0
+            if self.la_period_ms > 0
             else self.bits_per_ms
         )
 

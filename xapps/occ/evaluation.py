@@ -193,9 +193,7 @@ def smooth_traces(eng: Any, block_ms: int) -> None:
 
     for ch in eng.channels:
         if isinstance(ch, MahimahiChannel):
-            ch.bits_per_ms = block_mean(ch.bits_per_ms, block_ms)
-            if ch.csi_period_ms == 0:
-                ch.reported_per_ms = ch.bits_per_ms
+            ch.set_deliveries(block_mean(ch.bits_per_ms, block_ms))
 
 
 def _engine(case: EvalCase, scheme: str, duration_s: float, seed: int, opts: EvalOptions) -> Any:
