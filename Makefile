@@ -6,7 +6,7 @@ PYTHON_SYS ?= $(shell command -v python3.11 || command -v python3)
 VENV       := .venv
 PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.octoric-setup
-RMR_CRATE  := ric/rmr/Cargo.toml
+RMR_CRATE  := rmr/Cargo.toml
 RMR_LIB    := build/lib/librmr_si.so
 RUN_ARGS   ?=
 PYTEST_ARGS ?=
@@ -19,7 +19,7 @@ help:
 	@echo "make test-all  every suite, slow and sanitizer ones included"
 	@echo "make bench     benchmarks; writes docs/benchmarks.md"
 	@echo "make eval      OCC vs GCC vs PBE on ../shared/traces/mahimahi -> build/occ-eval/ (EVAL_ARGS=...)"
-	@echo "make lint      ruff + mypy (+ clippy/rustfmt for native crates)"
+	@echo "make lint      ruff + mypy + the layers contract (import-linter) (+ clippy/rustfmt)"
 	@echo "make fmt       format Python and native code"
 	@echo "make setup     create .venv, install locked deps, build native parts, install redis-server"
 	@echo "make clean     remove build outputs and the venv"
@@ -35,7 +35,7 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m pip install -q -r requirements.lock
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
 	@# a plain `import ricxappframe` in this venv finds our librmr_si.so (docs/rmr.md)
-	@$(PY) -c 'import site; open(site.getsitepackages()[0] + "/octoric_rmr_preload.pth", "w").write("import os; os.environ.get(\"OCTORIC_RMR_NO_PRELOAD\") == \"1\" or __import__(\"octoric.ric.rmr\")\n")'
+	@$(PY) -c 'import site; open(site.getsitepackages()[0] + "/octoric_rmr_preload.pth", "w").write("import os; os.environ.get(\"OCTORIC_RMR_NO_PRELOAD\") == \"1\" or __import__(\"octoric.rmr\")\n")'
 	@command -v redis-server >/dev/null || $(MAKE) --no-print-directory redis
 	@touch $(STAMP)
 
@@ -48,7 +48,7 @@ redis:
 native:
 	@if [ -f $(RMR_CRATE) ]; then \
 	  cargo build -q --release --manifest-path $(RMR_CRATE) && mkdir -p build/lib && \
-	  install -m 0755 ric/rmr/target/release/librmr_si.so $(RMR_LIB); \
+	  install -m 0755 rmr/target/release/librmr_si.so $(RMR_LIB); \
 	fi
 
 lock:
@@ -86,6 +86,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 	@if [ -f $(RMR_CRATE) ]; then \
 	  cargo fmt --manifest-path $(RMR_CRATE) -- --check && \
 	  cargo clippy -q --manifest-path $(RMR_CRATE) --all-targets -- -D warnings; fi

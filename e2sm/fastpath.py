@@ -21,7 +21,7 @@ import numpy as np
 from octoric.e2sm import codec, e2ap
 from octoric.e2sm.common import Guami, UeId
 from octoric.e2sm.errors import E2smDecodeError
-from octoric.e2sm.indication import GenericDecoder, UeSeries
+from octoric.e2sm.kpm_series import GenericDecoder, UeSeries
 
 _PRINTABLE = frozenset(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 '()+,-./:=?"

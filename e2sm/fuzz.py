@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from octoric.contracts import kpm as K
+from octoric.contracts import ports
 from octoric.e2sm import codec, e2ap, jsonconv, kpm, rc
 from octoric.e2sm.common import Guami, UeId, ntp_timestamp
 from octoric.e2sm.errors import E2smDecodeError
@@ -64,7 +66,7 @@ def seed_corpus() -> dict[str, list[bytes]]:
     kpm_seeds = {
         "E2SM-KPM-EventTriggerDefinition": [kpm.encode_kpm(kpm.KpmEventTrigger(10))],
         "E2SM-KPM-ActionDefinition": [
-            kpm.encode_kpm(kpm.action_definition_style1(["RRU.PrbAvailDl"])),
+            kpm.encode_kpm(kpm.action_definition_style1([K.PRB_AVAIL_DL])),
             kpm.encode_kpm(kpm.action_definition_style4()),
             kpm.encode_kpm(kpm.action_definition_style5(ues)),
         ],
@@ -139,7 +141,7 @@ def seed_corpus() -> dict[str, list[bytes]]:
             [e2ap.RicSubscriptionWithCause(rid, 2, e2ap.Cause("ricRequest", "unspecified"))]
         ),
         e2ap.E2ConnectionUpdate(
-            3, [e2ap.E2ConnectionUpdateItem(e2ap.TnlInformation(0x7F000001, 32, 36421), "both")]
+            3, [e2ap.E2ConnectionUpdateItem(e2ap.TnlInformation(0x7F000001, 32, ports.E2), "both")]
         ),
     ]
     return {"E2AP-PDU": [e2ap.encode_e2ap(m) for m in e2ap_msgs], **kpm_seeds, **rc_seeds}

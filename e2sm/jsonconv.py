@@ -17,6 +17,8 @@ from typing import Any
 
 from pycrate_asn1rt.asnobj import ASN1Obj
 
+from octoric.contracts import kpm as kpm_profile
+from octoric.contracts import rc as rc_profile
 from octoric.e2sm import codec
 from octoric.e2sm.errors import E2smDecodeError, E2smEncodeError
 from octoric.e2sm.kpm import real_from_asn, real_to_asn
@@ -44,7 +46,10 @@ _E2SM_PAYLOADS: dict[int, dict[str, str]] = {
         "RANfunctionDefinition": "E2SM-RC-RANFunctionDefinition",
     },
 }
-_OID_TO_FUNCTION = {"1.3.6.1.4.1.53148.1.2.2.2": 2, "1.3.6.1.4.1.53148.1.1.2.3": 3}
+_OID_TO_FUNCTION = {
+    kpm_profile.OID: kpm_profile.RAN_FUNCTION_ID,
+    rc_profile.OID: rc_profile.RAN_FUNCTION_ID,
+}
 
 _CONSTRUCTED_SEQ = ("SEQUENCE", "SET")
 _CONSTRUCTED_OF = ("SEQUENCE OF", "SET OF")

@@ -16,28 +16,16 @@ import math
 from dataclasses import dataclass
 from typing import Any, TypeVar, Union
 
+# the KPM profile gNBs and xApps share lives in contracts; re-exported here
+from octoric.contracts import kpm as _profile
 from octoric.e2sm import codec
 from octoric.e2sm.common import Cgi, RanFunctionName, UeId, ntp_to_unix
 
-RAN_FUNCTION_ID = 2
-OID = "1.3.6.1.4.1.53148.1.2.2.2"
-SHORT_NAME = "ORAN-E2SM-KPM"
-
-# The per-UE measurements octoric's OCC pipeline subscribes to (docs/e2-interfaces.md).
-OCC_MEASUREMENTS: tuple[str, ...] = (
-    "RRU.PrbUsedDl",
-    "RRU.PrbAvailDl",
-    "OCC.ActiveUesDl",
-    "OCC.McsDl",
-    "OCC.BitsPerPrbDl",
-    "OCC.DlBufferBytes",
-    "OCC.DlArrivedBytes",
-    "DRB.UEThpDl",
-)
-# Measurements an xApp adds to its subscription only when the node's RAN function definition
-# lists them. OCC.PrbTotalDl: cell-level, the DL PRBs of the UE's serving carrier per DL slot
-# (the OCC engine's P_total; without it the engine uses its configured value).
-OCC_OPTIONAL_MEASUREMENTS: tuple[str, ...] = ("OCC.PrbTotalDl",)
+OCC_MEASUREMENTS = _profile.OCC_MEASUREMENTS
+OCC_OPTIONAL_MEASUREMENTS = _profile.OCC_OPTIONAL_MEASUREMENTS
+OID = _profile.OID
+RAN_FUNCTION_ID = _profile.RAN_FUNCTION_ID
+SHORT_NAME = _profile.SHORT_NAME
 
 
 class NotSatisfied(enum.Enum):

@@ -20,41 +20,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+# the RC profile gNBs and xApps share lives in contracts; re-exported here
+from octoric.contracts import rc as _profile
 from octoric.e2sm import codec
 from octoric.e2sm.common import RanFunctionName, UeId
 from octoric.e2sm.kpm import real_from_asn, real_to_asn
 
-RAN_FUNCTION_ID = 3
-OID = "1.3.6.1.4.1.53148.1.1.2.3"
-SHORT_NAME = "ORAN-E2SM-RC"
-
-# CONTROL style 1 (radio bearer control) and octoric's vendor control action in it.
-CONTROL_STYLE_RADIO_BEARER = 1
-OCTOPUS_ACTION_ID = 100
-OCTOPUS_ACTION_NAME = "Octopus content adaptation"
-
-# RAN parameters of control action 100 (flat list in control message format 1).
-PARAM_DRB_ID = 1
-PARAM_ENABLE = 2
-PARAM_PRIORITY_LEVELS = 3
-PARAM_BITRATE_WINDOW_MS = 4
-PARAM_DROP_BY_MESSAGE = 5
-PARAM_DROP_BY_BITRATE = 6
-PARAM_PROTECT_IN_FLIGHT = 7
-OCTOPUS_PARAMS: dict[int, str] = {
-    PARAM_DRB_ID: "DRB ID",
-    PARAM_ENABLE: "Octopus enable",
-    PARAM_PRIORITY_LEVELS: "Message priority levels",
-    PARAM_BITRATE_WINDOW_MS: "Bitrate window (ms)",
-    PARAM_DROP_BY_MESSAGE: "Drop by message",
-    PARAM_DROP_BY_BITRATE: "Drop by bitrate",
-    PARAM_PROTECT_IN_FLIGHT: "Protect in-flight message",
-}
-
-# REPORT styles octoric subscribes to.
-REPORT_STYLE_CALL_PROCESS_OUTCOME = 2
-REPORT_STYLE_UE_INFORMATION = 4
-
+CONTROL_STYLE_RADIO_BEARER = _profile.CONTROL_STYLE_RADIO_BEARER
+OCTOPUS_ACTION_ID = _profile.OCTOPUS_ACTION_ID
+OCTOPUS_ACTION_NAME = _profile.OCTOPUS_ACTION_NAME
+OCTOPUS_PARAMS = _profile.OCTOPUS_PARAMS
+OID = _profile.OID
+PARAM_BITRATE_WINDOW_MS = _profile.PARAM_BITRATE_WINDOW_MS
+PARAM_DRB_ID = _profile.PARAM_DRB_ID
+PARAM_DROP_BY_BITRATE = _profile.PARAM_DROP_BY_BITRATE
+PARAM_DROP_BY_MESSAGE = _profile.PARAM_DROP_BY_MESSAGE
+PARAM_ENABLE = _profile.PARAM_ENABLE
+PARAM_PRIORITY_LEVELS = _profile.PARAM_PRIORITY_LEVELS
+PARAM_PROTECT_IN_FLIGHT = _profile.PARAM_PROTECT_IN_FLIGHT
+RAN_FUNCTION_ID = _profile.RAN_FUNCTION_ID
+REPORT_STYLE_CALL_PROCESS_OUTCOME = _profile.REPORT_STYLE_CALL_PROCESS_OUTCOME
+REPORT_STYLE_UE_INFORMATION = _profile.REPORT_STYLE_UE_INFORMATION
+SHORT_NAME = _profile.SHORT_NAME
 
 # --- RAN parameter values -------------------------------------------------------------------
 

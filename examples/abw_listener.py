@@ -10,7 +10,7 @@ Beside ``make run`` (or ``octoric ric up``)::
     .venv/bin/python examples/abw_listener.py --embedded            # one line per report
     .venv/bin/python examples/abw_listener.py --embedded --json     # the raw JSON
 
-``--embedded`` builds the environment an O-RAN SC pod would have (octoric.ric.xapp_env)
+``--embedded`` builds the environment an O-RAN SC pod would have (octoric.deploy.xapp_env)
 for the RIC running here and restarts itself in it. On Kubernetes, deploy it with a
 descriptor like the one ``--write-descriptor`` prints and run it without ``--embedded``.
 """
@@ -49,8 +49,8 @@ def descriptor(rmr_port: int) -> dict[str, Any]:
 
 def embedded_env(rmr_port: int, http_port: int) -> dict[str, str]:
     """The environment to join the embedded RIC running on this machine."""
+    from octoric.deploy.xapp_env import xapp_environment
     from octoric.ric.launcher import current_runtime
-    from octoric.ric.xapp_env import xapp_environment
 
     cfg = Path(tempfile.mkdtemp(prefix="abw-listener-")) / "config-file.json"
     cfg.write_text(json.dumps(descriptor(rmr_port)))
@@ -83,9 +83,11 @@ def main() -> int:
         argv = [sys.executable, __file__, *[a for a in sys.argv[1:] if a != "--embedded"]]
         os.execve(sys.executable, argv, env)
 
-    import octoric.ric.rmr  # noqa: F401  (octoric's librmr_si.so, before ricxappframe)
+    import octoric.rmr  # noqa: F401  (octoric's librmr_si.so, before ricxappframe)
 
     from ricxappframe.xapp_frame import RMRXapp, rmr
+
+    from octoric.contracts.message_types import OCTORIC_ABW_REPORT
 
     seen = {"n": 0, "bad": 0}
 
@@ -104,7 +106,7 @@ def main() -> int:
         xapp.rmr_free(sbuf)
 
     xapp = RMRXapp(other, rmr_port=args.rmr_port, use_fake_sdl=False)
-    xapp.register_callback(on_report, 30500)
+    xapp.register_callback(on_report, OCTORIC_ABW_REPORT)
     xapp.run(thread=True, rmr_timeout=1)
     print(
         f"# {NAME} listening on RMR {args.rmr_port} for OCTORIC_ABW_REPORT",

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 BENCH_MODULES = [
-    "octoric.ric.rmr.bench",
+    "octoric.rmr.bench",
     "octoric.e2sm.bench",
     "octoric.ric.bench",
     "octoric.sim.bench",

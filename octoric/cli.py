@@ -20,11 +20,12 @@ Handler = Callable[[argparse.Namespace], int]
 
 # area -> (module providing register(), help text, issue that builds it)
 _PLUGGABLE: dict[str, tuple[str, str, str]] = {
+    "run": ("octoric.deploy.cli", "the embedded deployment", "#2"),
     "ric": ("octoric.ric.cli", "the embedded near-RT RIC (up, down, status, nodes, subs)", "#5"),
     "sim": ("octoric.sim.cli", "the RAN and real-time-video simulator", "#6"),
     "e2sm": ("octoric.e2sm.cli", "decode/encode E2AP, E2SM-KPM and E2SM-RC PDUs", "#4"),
     "eval": (
-        "octoric.xapps.eval_cli",
+        "octoric.experiments.cli",
         "paper experiments: schemes x traces -> tables and plots",
         "#7",
     ),
@@ -67,22 +68,6 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     return doctor.main(as_json=args.json)
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from octoric import config as cfgmod
-    from octoric import runner
-
-    overrides = list(args.set or [])
-    if args.duration is not None:
-        overrides.append(f"duration={args.duration}")
-    if args.seed is not None:
-        overrides.append(f"sim.seed={args.seed}")
-    cfg = cfgmod.load(args.config, overrides)
-    if args.print_config:
-        print(cfgmod.dump(cfg), end="")
-        return 0
-    return runner.run(cfg, live=not args.no_live)
-
-
 def _cmd_bench(args: argparse.Namespace) -> int:
     from octoric import bench
 
@@ -96,15 +81,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"octoric {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    p = sub.add_parser("run", help="run the embedded RIC, simulated gNBs, xApps and video flows")
-    p.add_argument("-c", "--config", help="YAML config file (defaults need none)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key")
-    p.add_argument("--duration", type=float, help="stop after SECONDS (default: until Ctrl-C)")
-    p.add_argument("--seed", type=int, help="simulator seed")
-    p.add_argument("--no-live", action="store_true", help="no live status line, log lines only")
-    p.add_argument("--print-config", action="store_true", help="print the merged config, exit")
-    p.set_defaults(func=_cmd_run)
 
     _register_pluggable(sub)
 

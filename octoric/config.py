@@ -14,13 +14,14 @@ from typing import Any, Literal
 import yaml
 
 from octoric import typed
+from octoric.contracts import ports
 from octoric.errors import ConfigError
 
 
 @dataclass
 class RedisConfig:
     host: str = "127.0.0.1"
-    port: int = 6379  # 0: the embedded server picks a free port
+    port: int = ports.REDIS  # 0: the embedded server picks a free port
     external: bool = False  # True: use a Redis already listening at host:port
 
 
@@ -34,17 +35,17 @@ class LogConfig:
 class RicConfig:
     """Embedded RIC ports (loopback), as in ARCHITECTURE.md."""
 
-    e2_port: int = 36421
+    e2_port: int = ports.E2
     e2_transport: Literal["auto", "sctp", "tcp"] = "auto"
-    e2term_rmr_port: int = 38000
-    submgr_rmr_port: int = 4570
-    submgr_rest_port: int = 8088
-    a1_rest_port: int = 10000
-    a1_rmr_port: int = 10020
-    appmgr_port: int = 8080
-    rtmgr_rest_port: int = 3800
-    rtmgr_rmr_port: int = 3801
-    e2term_http_port: int = 38080  # e2term's /metrics
+    e2term_rmr_port: int = ports.E2TERM_RMR
+    submgr_rmr_port: int = ports.SUBMGR_RMR
+    submgr_rest_port: int = ports.SUBMGR_REST
+    a1_rest_port: int = ports.A1_REST
+    a1_rmr_port: int = ports.A1_RMR
+    appmgr_port: int = ports.APPMGR_REST
+    rtmgr_rest_port: int = ports.RTMGR_REST
+    rtmgr_rmr_port: int = ports.RTMGR_RMR
+    e2term_http_port: int = ports.E2TERM_HTTP  # e2term's /metrics
 
 
 @dataclass

@@ -1,18 +1,19 @@
-"""``octoric run``: the embedded deployment on one machine.
+"""Runs a list of components under the supervisor, Redis first, and writes the report.
 
-Builds the component list (Redis first, then whatever the areas contribute through
-``octoric.<area>.run_plugin``), runs it under the supervisor, and writes the end-of-run
-report to ``<report_dir>/report.json`` with a readable summary on stdout.
+The generic half of ``octoric run`` and ``octoric ric up``: which components run is the
+caller's choice (``octoric.deploy.embedded`` composes the whole embedded deployment). The
+end-of-run report goes to ``<report_dir>/<time>/report.json`` and ``latest.json``, with a
+readable summary on stdout.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import logging
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +25,8 @@ from octoric.supervisor import Component, RunContext, RunOutcome, Supervisor
 
 log = logging.getLogger("octoric.run")
 
-# Areas that add components to `octoric run`, in start order. Each module defines
-# `components(ctx: RunContext) -> list[Component]`.
-RUN_PLUGINS = [
-    "octoric.ric.run_plugin",
-    "octoric.sim.run_plugin",
-    "octoric.xapps.run_plugin",
-]
+# builds the components of a run (after Redis), in start order
+ComponentFactory = Callable[[RunContext], list[Component]]
 
 
 class RedisComponent:
@@ -85,19 +81,6 @@ class RedisComponent:
         return None
 
 
-def build_components(ctx: RunContext, plugins: list[str] | None = None) -> list[Component]:
-    comps: list[Component] = [RedisComponent()]
-    for module in RUN_PLUGINS if plugins is None else plugins:
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as e:
-            if e.name is not None and module.startswith(e.name):
-                continue  # that area does not plug into `run` yet
-            raise
-        comps.extend(mod.components(ctx))
-    return comps
-
-
 def _summary(outcome: RunOutcome, report_path: Path) -> str:
     lines = [
         "",
@@ -115,14 +98,14 @@ def _summary(outcome: RunOutcome, report_path: Path) -> str:
     return "\n".join(lines)
 
 
-def run(cfg: RunConfig, live: bool = True, plugins: list[str] | None = None) -> int:
-    """Run the components of ``plugins`` (default: all areas) under the supervisor."""
+def run(cfg: RunConfig, factory: ComponentFactory, live: bool = True) -> int:
+    """Run Redis and the components ``factory`` builds under the supervisor."""
     fmt = None if cfg.log.format == "auto" else cfg.log.format
     octolog.configure("octoric-run", fmt=fmt, level=cfg.log.level)
     run_dir = Path(cfg.report_dir) / time.strftime("%Y%m%d-%H%M%S")
     run_dir.mkdir(parents=True, exist_ok=True)
     ctx = RunContext(config=cfg, run_dir=run_dir)
-    components = build_components(ctx, plugins)
+    components: list[Component] = [RedisComponent(), *factory(ctx)]
     log.info("run folder %s; components: %s", run_dir, ", ".join(c.name for c in components))
     outcome = asyncio.run(Supervisor(ctx, components, live=live).run())
     report = {"config": cfg.to_dict(), **outcome.report}

@@ -2,8 +2,8 @@
 line, stops them in reverse order on Ctrl-C, SIGTERM or after ``--duration``.
 
 A component is anything with ``name``, ``start``, ``stop``, ``status`` and ``report``.
-Later components (e2term, submgr, the simulated gNBs, the xApps) plug in through
-``octoric.<area>.run_plugin.components(ctx)``; see :mod:`octoric.runner`.
+Which components run is the caller's choice (``octoric.deploy.embedded`` for ``octoric run``,
+the RIC alone for ``octoric ric up``); see :mod:`octoric.runner`.
 """
 
 from __future__ import annotations

@@ -19,9 +19,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 # Native crates whose `cargo test` is part of `make test` (skipped until they exist).
-CARGO_CRATES = ["ric/rmr"]
+CARGO_CRATES = ["rmr"]
 # Native suites that only `make test-all` runs (sanitizers, long fuzz smoke runs).
-SLOW_SCRIPTS: list[str] = ["ric/rmr/scripts/test-sanitizers.sh"]
+SLOW_SCRIPTS: list[str] = ["rmr/scripts/test-sanitizers.sh"]
 
 
 @dataclass

@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema
 from aiohttp import web
 
-from octoric.ric import msgtypes as mt
+from octoric.contracts import message_types as mt
 from octoric.ric.sdl import Sdl
 
 log = logging.getLogger("ric.a1")

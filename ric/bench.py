@@ -25,7 +25,7 @@ from octoric.redis_server import free_port
 
 RECEIVER = """
 import ctypes, json, sys, time
-import octoric.ric.rmr  # noqa: F401
+import octoric.rmr  # noqa: F401
 from ricxappframe.rmr import rmr
 from octoric.ric import e2ap_envelope as env
 port, seconds = int(sys.argv[1]), float(sys.argv[2])
@@ -111,12 +111,12 @@ def _baseline_decode_us(pdu: bytes, repeats: int) -> tuple[float, float]:
 
 
 def run(quick: bool) -> list[BenchResult]:
-    from octoric.ric.scripted_node import ScriptedNode
+    from octoric.e2sm.node_session import ScriptedNode
 
     seconds = 20.0 if quick else 300.0
     n_nodes, period = 10, 0.010
     tmp = Path(tempfile.mkdtemp(prefix="octoric-ricbench-"))
-    from octoric.testing.ric_stack import running_ric
+    from octoric.ric.stack import running_ric
 
     with running_ric(tmp) as stack:
         e2t_pid = int(
@@ -234,7 +234,7 @@ def run(quick: bool) -> list[BenchResult]:
 
 async def _blast(node: object, sub: object, period: float, seconds: float) -> None:
     """Send the prebuilt 100-UE indication with a patched sequence number every period."""
-    from octoric.ric.scripted_node import NodeSubscription, ScriptedNode
+    from octoric.e2sm.node_session import NodeSubscription, ScriptedNode
 
     assert isinstance(node, ScriptedNode) and isinstance(sub, NodeSubscription)
     pdu, off = _indication_pdu(sub.request_id.instance_id)

@@ -62,8 +62,9 @@ def _up(args: argparse.Namespace) -> int:
     if args.detach:
         return _detach(args)
     from octoric import runner
+    from octoric.ric.launcher import RicComponent
 
-    return runner.run(cfg, live=True, plugins=["octoric.ric.run_plugin"])
+    return runner.run(cfg, lambda ctx: [RicComponent()], live=True)
 
 
 def _detach(args: argparse.Namespace) -> int:

@@ -25,13 +25,14 @@ from dataclasses import dataclass, field
 
 from redis.exceptions import RedisError
 
+from octoric.contracts import message_types as mt
+from octoric.contracts import ports
 from octoric.e2sm import e2ap
 from octoric.e2sm.e2ap_ies import Cause, E2NodeComponentConfigAck, GlobalRicId, RanFunctionIdItem
 from octoric.e2sm.errors import E2smError
+from octoric.e2sm.transport import E2Connection, E2Server, E2TransportError, Transport
 from octoric.ric import e2ap_envelope as env
-from octoric.ric import msgtypes as mt
 from octoric.ric import nodes
-from octoric.ric.e2transport import E2Connection, E2Server, E2TransportError, Transport
 from octoric.ric.rmr_endpoint import RmrEndpoint, RmrMessage
 from octoric.ric.sdl import Sdl
 
@@ -55,7 +56,7 @@ CONTROL_HOLD_S = 10.0  # how long a control request waits for the node's answer
 @dataclass
 class E2termConfig:
     host: str = "127.0.0.1"
-    e2_port: int = 36421
+    e2_port: int = ports.E2
     transport: Transport = "tcp"
     ric_plmn: bytes = bytes.fromhex("00f110")
     ric_id: int = 1

@@ -1,6 +1,6 @@
 """Starting the embedded RIC: its four processes as supervisor components, plus status queries.
 
-Used by ``octoric ric up`` and by ``octoric run`` (through ``run_plugin``). The runtime file
+Used by ``octoric ric up`` and by ``octoric run`` (``octoric.deploy.embedded``). The runtime file
 ``<run_dir>/ric.json`` tells each process where Redis is and which ports to use;
 ``build/ric/current.json`` points to the RIC that is running now, for ``octoric ric status``.
 """
@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from octoric.e2sm.transport import resolve
 from octoric.errors import OctoricError
-from octoric.ric.e2transport import resolve
 from octoric.ric.services import COMPONENTS, HOST, RicRuntime
 from octoric.supervisor import ChildProcess, RunContext
 

@@ -1,8 +1,6 @@
 """E2 nodes as the RIC records them: their RMR name (meid), RAN functions and R-NIB entries.
 
-The meid follows O-RAN SC's e2term: ``<kind>_<mcc>_<mnc>_<node id in hex>``, e.g.
-``gnb_001_001_00019b`` for srsRAN's defaults (PLMN 00101, 22-bit gNB ID 411). The MNC is written
-with three digits, and the node ID with as many hex digits as its bit length needs.
+The meid is ``octoric.e2sm.node_id.meid_of`` (O-RAN SC e2term's naming).
 
 Besides our own record (``octoric.ric.nodes``), the R-NIB entries that ricxappframe's
 ``GetNodeb``/``GetListGnbIds`` read are written in namespace ``e2Manager`` as protobufs, as
@@ -16,29 +14,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from octoric.e2sm.e2ap_ies import GlobalE2NodeId, RanFunction
+from octoric.e2sm.node_id import meid_of
 from octoric.ric.sdl import Sdl
 
 NS = "octoric.ric.nodes"
 RNIB_NS = "e2Manager"
-_KIND_PREFIX = {"gNB": "gnb", "en-gNB": "gnb", "ng-eNB": "ng_enb", "eNB": "enb"}
-
-
-def plmn_digits(plmn: bytes) -> tuple[str, str]:
-    """(MCC, MNC) from a 3-octet BCD PLMN identity (TS 38.413 9.3.3.5); MNC padded to 3."""
-    if len(plmn) != 3:
-        raise ValueError(f"PLMN identity must be 3 octets, got {len(plmn)}")
-    n = [plmn[0] & 0xF, plmn[0] >> 4, plmn[1] & 0xF, plmn[1] >> 4, plmn[2] & 0xF, plmn[2] >> 4]
-    mcc = f"{n[0]}{n[1]}{n[2]}"
-    mnc = f"{n[4]}{n[5]}" if n[3] == 0xF else f"{n[3]}{n[4]}{n[5]}"
-    if not (mcc + mnc).isdigit():
-        raise ValueError(f"PLMN identity {plmn.hex()} is not BCD")
-    return mcc, mnc.rjust(3, "0")
-
-
-def meid_of(node: GlobalE2NodeId) -> str:
-    mcc, mnc = plmn_digits(node.plmn)
-    digits = (node.node_id_bits + 3) // 4
-    return f"{_KIND_PREFIX.get(node.kind, 'node')}_{mcc}_{mnc}_{node.node_id:0{digits}x}"
 
 
 @dataclass

@@ -7,7 +7,7 @@ seed file and listens for route-manager pushes on its own control port, so sever
 can live in one process.
 """
 
-# ruff: noqa: I001  (octoric.ric.rmr must load the library before ricxappframe binds it)
+# ruff: noqa: I001  (octoric.rmr must load the library before ricxappframe binds it)
 from __future__ import annotations
 
 import asyncio
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import octoric.ric.rmr  # noqa: F401
+import octoric.rmr  # noqa: F401
 from ricxappframe.rmr import rmr
 
 log = logging.getLogger("ric.rmr")

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from octoric.ric import msgtypes as mt
+from octoric.contracts import message_types as mt
+from octoric.contracts import ports
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,8 @@ class Route:
 class PlatformEndpoints:
     """Where the platform components listen for RMR (host:port)."""
 
-    e2term: str = "127.0.0.1:38000"
-    submgr: str = "127.0.0.1:4570"
+    e2term: str = f"{ports.LOOPBACK}:{ports.E2TERM_RMR}"
+    submgr: str = f"{ports.LOOPBACK}:{ports.SUBMGR_RMR}"
     a1: str = "127.0.0.1:4562"
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from octoric.ric import msgtypes as mt
+from octoric.contracts import message_types as mt
 from octoric.ric.routing import (
     PlatformEndpoints,
     SubscriptionRoute,

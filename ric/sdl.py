@@ -14,6 +14,8 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from octoric.contracts import ports
+
 
 def db_key(ns: str, key: str) -> str:
     return "{" + ns + "}," + key
@@ -22,7 +24,7 @@ def db_key(ns: str, key: str) -> str:
 class Sdl:
     """Async SDL client: get/set/delete/keys/groups in namespaces, JSON helpers."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 6379) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = ports.REDIS) -> None:
         self.host, self.port = host, port
         self.r: aioredis.Redis[bytes] = aioredis.Redis(host=host, port=port)
 

@@ -28,7 +28,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from octoric import log as octolog
 from octoric.config import RicConfig
-from octoric.ric.e2transport import Transport
+from octoric.e2sm.transport import Transport
 
 log = logging.getLogger("ric.services")
 COMPONENTS = ("platform", "e2term", "submgr", "a1")

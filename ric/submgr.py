@@ -31,6 +31,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from octoric.contracts import message_types as mt
 from octoric.e2sm import e2ap
 from octoric.e2sm.e2ap_ies import (
     RicActionToBeSetup,
@@ -39,7 +40,6 @@ from octoric.e2sm.e2ap_ies import (
     RicSubsequentAction,
 )
 from octoric.e2sm.errors import E2smError
-from octoric.ric import msgtypes as mt
 from octoric.ric.rmr_endpoint import RmrEndpoint, RmrMessage
 from octoric.ric.sdl import Sdl
 

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from octoric.contracts import ports
 from octoric.sim.errors import SimError
 from octoric.sim.scenario import BUILTIN, Scenario, load
 
@@ -41,7 +42,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     live.add_argument(
         "--live", action="store_true", help="run in real time as E2 nodes of a RIC (--ric-e2)"
     )
-    live.add_argument("--ric-e2", metavar="HOST:PORT", help="the RIC's E2 endpoint (e2term)")
+    live.add_argument(
+        "--ric-e2",
+        metavar="HOST:PORT",
+        help=f"the RIC's E2 endpoint (e2term; default: the embedded RIC's, "
+        f"{ports.LOOPBACK}:{ports.E2})",
+    )
     live.add_argument(
         "--e2-transport", choices=["auto", "sctp", "tcp"], default="auto",
         help="E2 transport (auto: SCTP when the kernel has it, else octoric's TCP framing)",
@@ -97,6 +103,16 @@ def _scenario(args: argparse.Namespace) -> Scenario:
     return sc
 
 
+def ric_endpoint(arg: str | None) -> tuple[str, int]:
+    """``--ric-e2 HOST:PORT``; without it, the embedded RIC's E2 endpoint (127.0.0.1:36421)."""
+    if arg is None:
+        return ports.LOOPBACK, ports.E2
+    host, _, port = arg.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise SimError(f"--ric-e2 must be HOST:PORT, got {arg!r}")
+    return host, int(port)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     if args.live:
         return _cmd_live(args)
@@ -140,16 +156,10 @@ def _cmd_live(args: argparse.Namespace) -> int:
     early: list[int] = []
     signal.signal(signal.SIGTERM, lambda sig, frame: early.append(sig))
 
-    from octoric.ric.e2transport import resolve
+    from octoric.e2sm.transport import resolve
     from octoric.sim.live import LiveOptions, run_live
 
-    if not args.ric_e2:
-        raise SimError(
-            "--live needs --ric-e2 HOST:PORT (the RIC's E2 endpoint, e.g. 127.0.0.1:36421)"
-        )
-    host, _, port = args.ric_e2.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise SimError(f"--ric-e2 must be HOST:PORT, got {args.ric_e2!r}")
+    host, port = ric_endpoint(args.ric_e2)
     if args.plot:
         raise SimError("--plot is for offline runs")
     if args.occ_register and args.feedback_port is None:
@@ -164,7 +174,7 @@ def _cmd_live(args: argparse.Namespace) -> int:
             raise SimError("--duration must be > 0")
         sc.duration_s = duration
     opts = LiveOptions(
-        ric_host=host, ric_port=int(port), transport=resolve(args.e2_transport),
+        ric_host=host, ric_port=port, transport=resolve(args.e2_transport),
         duration_s=duration, status_path=Path(args.status_file) if args.status_file else None,
         feedback_port=args.feedback_port, occ_register=args.occ_register,
     )  # fmt: skip

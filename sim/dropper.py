@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from octoric.sim.octopus_header import MAX_LEVELS, serial_lt
+from octoric.contracts.octopus_header import MAX_LEVELS, serial_lt
 from octoric.sim.packets import Packet
 
 

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from octoric.contracts import kpm as K
+from octoric.contracts import rc as R
 from octoric.e2sm import e2ap, fastenc, kpm, rc
 from octoric.e2sm.common import Guami, UeId, ntp_timestamp
 from octoric.e2sm.e2ap_ies import (
@@ -57,28 +59,16 @@ GNB_ID_BITS = 22
 # the OCC set and the optional ones (OCC.PrbTotalDl: the serving carrier's DL PRBs).
 MEASUREMENTS: tuple[str, ...] = kpm.OCC_MEASUREMENTS + kpm.OCC_OPTIONAL_MEASUREMENTS
 _COL = {name: i for i, name in enumerate(MEASUREMENTS)}
-_UE_LEVEL = ("RRU.PrbUsedDl", "OCC.McsDl", "OCC.BitsPerPrbDl", "OCC.DlBufferBytes",
-             "OCC.DlArrivedBytes", "DRB.UEThpDl")  # fmt: skip
-# how a granule of several slots aggregates each measurement (PrbTotalDl is constant per cell:
-# its mean is the carrier's PRB count, also over a handover between cells of the gNB)
-_AGG_MEAN = [_COL[n] for n in ("RRU.PrbUsedDl", "RRU.PrbAvailDl", "OCC.ActiveUesDl", "DRB.UEThpDl",
-                               "OCC.PrbTotalDl")]  # fmt: skip
-_AGG_LAST = [_COL[n] for n in ("OCC.McsDl", "OCC.BitsPerPrbDl", "OCC.DlBufferBytes")]
-_AGG_SUM = [_COL["OCC.DlArrivedBytes"]]
+_UE_LEVEL = (K.PRB_USED_DL, K.MCS_DL, K.BITS_PER_PRB_DL, K.DL_BUFFER_BYTES,
+             K.DL_ARRIVED_BYTES, K.UE_THP_DL)  # fmt: skip
+# how a granule of several slots aggregates each measurement (contracts.kpm.AGGREGATION)
+_AGG_MEAN = [_COL[n] for n in MEASUREMENTS if K.AGGREGATION[n] == K.MEAN]
+_AGG_LAST = [_COL[n] for n in MEASUREMENTS if K.AGGREGATION[n] == K.LAST]
+_AGG_SUM = [_COL[n] for n in MEASUREMENTS if K.AGGREGATION[n] == K.SUM]
+_AGG_MAX = [_COL[n] for n in MEASUREMENTS if K.AGGREGATION[n] == K.MAX]
 
-# RC REPORT style 4 (UE information) parameters the agent reports (docs/sim.md)
-RC_PARAM_RRC_STATE = 202  # RRC State Changed To: 0 rrc-connected, 1 rrc-inactive, 2 rrc-idle
-RC_PARAM_NR_CELL = 17011  # serving cell's NR Cell Identity (BIT STRING 36)
-RC_PARAM_HO_PHASE = (
-    30001  # octoric: 1 handover started, 2 completed, 3 failed (RLF, re-established)
-)
-RC_PARAM_SOURCE_CELL = 30002  # octoric: the source cell's NR Cell Identity (BIT STRING 36)
-RC_REPORT_PARAMS = (
-    (RC_PARAM_RRC_STATE, "RRC State Changed To"),
-    (RC_PARAM_NR_CELL, "NR Cell Identity"),
-    (RC_PARAM_HO_PHASE, "octoric handover phase"),
-    (RC_PARAM_SOURCE_CELL, "octoric source NR Cell Identity"),
-)
+# RC REPORT style 4 (UE information) parameters the agent reports (contracts.rc, docs/sim.md)
+RC_REPORT_PARAMS = tuple(R.REPORT_PARAMS.items())
 OCTOPUS_DRB_ID = 1  # the RTC flows of a simulated UE ride DRB 1
 
 _CAUSE_UNSUPPORTED = Cause("ricRequest", "action-not-supported")
@@ -209,7 +199,7 @@ class E2Agent:
 
     @property
     def meid(self) -> str:
-        from octoric.ric.nodes import meid_of
+        from octoric.e2sm.node_id import meid_of
 
         return meid_of(self.node_id)
 
@@ -252,7 +242,7 @@ class E2Agent:
             self.conn = None
 
     async def _run(self) -> None:
-        from octoric.ric.e2transport import connect
+        from octoric.e2sm.transport import connect
 
         backoff = 0.1
         while True:
@@ -479,7 +469,7 @@ class E2Agent:
         m[:, :, 5] = rep.dl_buffer_bytes
         m[:, :, 6] = rep.dl_arrived_bytes
         m[:, :, 7] = rep.ue_thp_dl_kbps
-        m[:, :, _COL["OCC.PrbTotalDl"]] = self._prb_of_cell[safe]
+        m[:, :, _COL[K.PRB_TOTAL_DL]] = self._prb_of_cell[safe]
         m[~served] = np.nan
         return m
 
@@ -548,6 +538,7 @@ class E2Agent:
             s = v[..., _AGG_SUM]
             any_ok = ~np.isnan(s).all(axis=1)
             out[..., _AGG_SUM] = np.where(any_ok, np.nansum(s, axis=1), np.nan)
+            out[..., _AGG_MAX] = np.nanmax(v[..., _AGG_MAX], axis=1)
         return out
 
     def _kpm_message(
@@ -560,7 +551,7 @@ class E2Agent:
     ) -> bytes | None:
         if act.cell is not None:  # only the UEs while in that cell
             vals = np.where((ue_cell == act.cell)[:, :, None], vals, np.nan)
-        srv = ~np.isnan(vals[:, :, _COL["RRU.PrbUsedDl"]])
+        srv = ~np.isnan(vals[:, :, _COL[K.PRB_USED_DL]])
         if act.style in (4, 5, 2):
             any_srv = srv.any(axis=0).tolist()
             cols = [
@@ -609,9 +600,9 @@ class E2Agent:
         UEs and the carriers' PRBs summed over the cells."""
         cells = self.cells if act.cell is None else [act.cell]
         cm = np.full((cellm.shape[0], 1, len(MEASUREMENTS)), np.nan)
-        cm[:, 0, _COL["RRU.PrbAvailDl"]] = cellm[:, cells, 0].sum(axis=1)
-        cm[:, 0, _COL["OCC.ActiveUesDl"]] = cellm[:, cells, 1].sum(axis=1)
-        cm[:, 0, _COL["OCC.PrbTotalDl"]] = self._prb_of_cell[cells].sum()
+        cm[:, 0, _COL[K.PRB_AVAIL_DL]] = cellm[:, cells, 0].sum(axis=1)
+        cm[:, 0, _COL[K.ACTIVE_UES_DL]] = cellm[:, cells, 1].sum(axis=1)
+        cm[:, 0, _COL[K.PRB_TOTAL_DL]] = self._prb_of_cell[cells].sum()
         g = self._granules(act, vals)
         gc = self._granules(act, cm)[:, 0, :]
         out = np.full((g.shape[0], len(MEASUREMENTS)), np.nan)
@@ -620,11 +611,11 @@ class E2Agent:
             for name in _UE_LEVEL:
                 m = _COL[name]
                 col = g[:, :, m]
-                if name in ("OCC.McsDl", "OCC.BitsPerPrbDl"):
+                if name in (K.MCS_DL, K.BITS_PER_PRB_DL):
                     out[:, m] = np.nanmean(col, axis=1)
                 else:
                     out[:, m] = np.where(np.isnan(col).all(axis=1), np.nan, np.nansum(col, axis=1))
-        for name in ("RRU.PrbAvailDl", "OCC.ActiveUesDl", "OCC.PrbTotalDl"):
+        for name in (K.PRB_AVAIL_DL, K.ACTIVE_UES_DL, K.PRB_TOTAL_DL):
             out[:, _COL[name]] = gc[:, _COL[name]]
         return out[:, act.cols]
 
@@ -641,11 +632,11 @@ class E2Agent:
         src = self.engine.cells[ev.source_cell]
         phase = 1 if ev.kind == "ho_start" else (3 if ev.failed else 2)
         params = (
-            rc.RanParam(RC_PARAM_RRC_STATE, rc.Element(0)),
-            rc.RanParam(RC_PARAM_NR_CELL, rc.Element(rc.Bits(self._nci(tgt.gnb, tgt.cell_id), 36))),
-            rc.RanParam(RC_PARAM_HO_PHASE, rc.Element(phase)),
+            rc.RanParam(R.PARAM_RRC_STATE, rc.Element(0)),
+            rc.RanParam(R.PARAM_NR_CELL, rc.Element(rc.Bits(self._nci(tgt.gnb, tgt.cell_id), 36))),
+            rc.RanParam(R.PARAM_HO_PHASE, rc.Element(phase)),
             rc.RanParam(
-                RC_PARAM_SOURCE_CELL, rc.Element(rc.Bits(self._nci(src.gnb, src.cell_id), 36))
+                R.PARAM_SOURCE_CELL, rc.Element(rc.Bits(self._nci(src.gnb, src.cell_id), 36))
             ),
         )
         ue = self.ue_id(ev.ue)

@@ -35,8 +35,16 @@ from octoric.sim.channels import (
     reported_block,
 )
 from octoric.sim.dropper import DropperConfig, OctopusDropper
+from octoric.sim.errors import SimError
 from octoric.sim.mcs import McsMapper
-from octoric.sim.measurements import AbwSource, KpmRecorder, KpmReport, KpmSink, PhyCapacityAbw
+from octoric.sim.measurements import (
+    ABW_SOURCES,
+    AbwSource,
+    KpmRecorder,
+    KpmReport,
+    KpmSink,
+    PhyCapacityAbw,
+)
 from octoric.sim.mobility import HandoverEvent, handover_schedule
 from octoric.sim.packets import Packet
 from octoric.sim.ran import Cell, CellConfig, TddPattern, UeRadio
@@ -214,11 +222,16 @@ class Engine:
         )  # fmt: skip
         if self.block_start >= 0:  # enabled mid-run (a sink added by a live driver)
             self._raw_bits = self._reported_bits()
-        if self.abw is None and self.sc.abw_source == "occ-engine":
-            from octoric.sim.occ_adapter import OccEngineAbw
-
+        if self.abw is None and self.sc.abw_source != "stand-in":
+            factory = ABW_SOURCES.get(self.sc.abw_source)
+            if factory is None:
+                raise SimError(
+                    f"ABW source {self.sc.abw_source!r} is not available here; "
+                    f"known: stand-in{''.join(', ' + k for k in sorted(ABW_SOURCES))} "
+                    "(occ-engine comes with octoric.experiments, e.g. `octoric eval occ`)"
+                )
             dl = sum(self.tdd) / len(self.tdd)
-            self.abw = OccEngineAbw(self.slot_us, self.sc.ran.n_prb, self.sc.ran.scheduler, dl)
+            self.abw = factory(self.slot_us, self.sc.ran.n_prb, self.sc.ran.scheduler, dl)
         if self.abw is None:
             self.abw = PhyCapacityAbw(self.slot_us, window_ms=self.sc.kpm_period_ms)
         if any(f.ctrl is not None and f.ctrl.wants_phy for f in self.flows):

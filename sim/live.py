@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import math
 import os
 import signal
 import time
@@ -22,6 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from octoric.contracts import ports
+from octoric.contracts.feedback import FeedbackFormatError, parse_feedback
 from octoric.sim.clock import WallClockStats
 from octoric.sim.e2agent import E2Agent
 from octoric.sim.engine import Engine
@@ -80,32 +81,6 @@ class UdpAbw(AbwSource):
         return self.latest.get(ue_id)
 
 
-class FeedbackError(ValueError):
-    """A feedback datagram that is not ``{"ue": int, "target_bps": number, "fallback": bool}``."""
-
-
-def parse_feedback(data: bytes) -> tuple[int, float | None]:
-    """(AMF-UE-NGAP-ID, target bit/s or None for fallback) of a JSON feedback datagram."""
-    try:
-        d = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise FeedbackError(f"not JSON: {e}") from None
-    if not isinstance(d, dict):
-        raise FeedbackError("not a JSON object")
-    ue = d.get("ue")
-    if not isinstance(ue, int) or isinstance(ue, bool) or ue < 0:
-        raise FeedbackError("'ue' must be a non-negative integer (AMF-UE-NGAP-ID)")
-    fb = d.get("fallback", False)
-    if not isinstance(fb, bool):
-        raise FeedbackError("'fallback' must be a boolean")
-    if fb:
-        return ue, None
-    t = d.get("target_bps")
-    if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t < 0:
-        raise FeedbackError("'target_bps' must be a finite number >= 0")
-    return ue, float(t)
-
-
 @dataclass
 class FeedbackStats:
     datagrams: int = 0
@@ -115,9 +90,10 @@ class FeedbackStats:
     last_error: str = ""
 
 
-class FeedbackListener(asyncio.DatagramProtocol):
-    """UDP feedback from the OCC xApp: sets the UE's target in ``abw`` and hands it to the
-    UE's OCC-fed senders at once (the datagram travelled the real path)."""
+class FeedbackApplier(asyncio.DatagramProtocol):
+    """UDP feedback from the OCC xApp (``contracts.feedback``, JSON format): sets the UE's
+    target in ``abw`` and hands it to the UE's OCC-fed senders at once (the datagram travelled
+    the real path)."""
 
     def __init__(self, engine: Engine, abw: UdpAbw) -> None:
         self.engine, self.abw = engine, abw
@@ -128,11 +104,14 @@ class FeedbackListener(asyncio.DatagramProtocol):
         st = self.stats
         st.datagrams += 1
         try:
-            amf, target = parse_feedback(data)
-        except FeedbackError as e:
+            fb = parse_feedback(data)
+            if fb.ue is None:
+                raise FeedbackFormatError("the simulator's flows take JSON feedback (with 'ue')")
+        except FeedbackFormatError as e:
             st.bad += 1
             st.last_error = str(e)
             return
+        amf, target = fb.ue, None if fb.fallback else fb.target_bps
         ue = self.ue_of_amf.get(amf)
         if ue is None:
             st.unknown_ue += 1
@@ -149,7 +128,7 @@ class FeedbackListener(asyncio.DatagramProtocol):
 @dataclass
 class LiveOptions:
     ric_host: str = "127.0.0.1"
-    ric_port: int = 36421
+    ric_port: int = ports.E2
     transport: str = "tcp"
     duration_s: float | None = None  # None: until stop() / SIGTERM (the scenario's length caps it)
     status_path: Path | None = None
@@ -180,7 +159,7 @@ class LiveSim:
         for a in self.agents:
             eng.add_kpm_sink(a)
             eng.add_mobility_sink(a.on_mobility)
-        self.feedback: FeedbackListener | None = None
+        self.feedback: FeedbackApplier | None = None
         self.feedback_addr: tuple[str, int] | None = None
         self._udp: asyncio.DatagramTransport | None = None
         self.stop_event = asyncio.Event()
@@ -205,7 +184,7 @@ class LiveSim:
         loop = asyncio.get_running_loop()
         eng = self.engine
         if self.udp_abw is not None:
-            fb = self.feedback = FeedbackListener(eng, self.udp_abw)
+            fb = self.feedback = FeedbackApplier(eng, self.udp_abw)
             tr, _ = await loop.create_datagram_endpoint(
                 lambda: fb, local_addr=("127.0.0.1", self.opts.feedback_port or 0)
             )

@@ -8,6 +8,7 @@ it monitors and hands it to its sinks: in-process ABW sources now, the E2 node a
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -73,6 +74,17 @@ class AbwSource:
 
     def on_handover(self, ue_id: int, start: bool, now_us: int) -> None:
         """A handover of the UE starts or ends (an E2SM-RC report, after the E2 delay)."""
+
+
+# name -> factory(slot_us, n_prb, scheduler, dl_fraction) of ABW sources other parts of octoric
+# provide. The simulator never imports an xApp: the paper harness (octoric.experiments) adds
+# "occ-engine", the OCC xApp's algorithm core run in-process.
+AbwFactory = Callable[[int, int, str, float], AbwSource]
+ABW_SOURCES: dict[str, AbwFactory] = {}
+
+
+def register_abw_source(name: str, factory: AbwFactory) -> None:
+    ABW_SOURCES[name] = factory
 
 
 class PhyCapacityAbw(AbwSource):

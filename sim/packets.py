@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from octoric.sim.octopus_header import OctopusHeader
+from octoric.contracts.octopus_header import OctopusHeader
 
 
 class Packet:

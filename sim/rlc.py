@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections import deque
 
+from octoric.contracts.octopus_header import HeaderCounters, OctopusHeaderError, parse
 from octoric.sim.dropper import OctopusDropper
-from octoric.sim.octopus_header import HeaderCounters, OctopusHeaderError, parse
 from octoric.sim.packets import Packet
 
 

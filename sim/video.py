@@ -14,7 +14,7 @@ from typing import Literal
 
 import numpy as np
 
-from octoric.sim.octopus_header import OctopusHeader
+from octoric.contracts.octopus_header import OctopusHeader
 from octoric.sim.packets import Packet
 
 SvcMode = Literal["none", "temporal", "spatial"]

@@ -42,7 +42,7 @@ def shared_dir() -> Path:
 @pytest.fixture
 def netns_pair() -> Iterator[object]:
     """Two network namespaces joined by veth (skips cleanly when not root)."""
-    from octoric.testing.netns import NetnsPair, netns_unavailable
+    from testkit.netns import NetnsPair, netns_unavailable
 
     why = netns_unavailable()
     if why:
@@ -54,7 +54,7 @@ def netns_pair() -> Iterator[object]:
 @pytest.fixture(scope="module")
 def shared_ric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A whole embedded RIC (real Redis + its four processes, free ports) for one test module."""
-    from octoric.testing.ric_stack import running_ric
+    from octoric.ric.stack import running_ric
 
     with running_ric(tmp_path_factory.mktemp("ric")) as stack:
         yield stack

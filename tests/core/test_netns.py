@@ -6,8 +6,7 @@ import subprocess
 import sys
 
 import pytest
-
-from octoric.testing.netns import NetnsPair
+from testkit.netns import NetnsPair
 
 pytestmark = [pytest.mark.integration, pytest.mark.netns]
 

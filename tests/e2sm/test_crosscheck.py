@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from testkit import strategies as S
 
 from octoric.e2sm import codec, e2ap, jsonconv, kpm, rc
-from octoric.e2sm import strategies as S
 from octoric.e2sm.common import Guami, UeId
 from octoric.e2sm.errors import E2smDecodeError
 

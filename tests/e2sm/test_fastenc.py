@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from testkit import strategies as S
 
 from octoric.e2sm import e2ap, fastenc, kpm
-from octoric.e2sm import strategies as S
 from octoric.e2sm.common import Guami, UeId
 
 pytestmark = pytest.mark.unit

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from testkit import strategies as S
 
 from octoric.e2sm import e2ap, indication, kpm
-from octoric.e2sm import strategies as S
 from octoric.e2sm.common import Guami, UeId, ntp_timestamp
 from octoric.e2sm.errors import E2smDecodeError
 from octoric.e2sm.fastpath import FastFormat3Decoder, decode_ric_indication

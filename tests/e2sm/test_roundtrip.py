@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from testkit import strategies as S
 
 from octoric.e2sm import codec, e2ap, jsonconv, kpm, rc
-from octoric.e2sm import strategies as S
 
 pytestmark = pytest.mark.unit
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

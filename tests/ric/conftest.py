@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from octoric.testing.ric_stack import LoopThread, RicStack, free_pair, running_ric
+from octoric.ric.stack import LoopThread, RicStack, free_pair, running_ric
 
 __all__ = ["LoopThread", "RicStack", "free_pair"]
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from octoric.deploy.xapp_env import descriptor, xapp_environment
 from octoric.redis_server import free_port
-from octoric.ric.xapp_env import descriptor, xapp_environment
 
 from .conftest import RicStack, free_pair
 

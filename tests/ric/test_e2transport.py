@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from octoric.ric.e2transport import (
+from octoric.e2sm.transport import (
     MAX_PDU,
     E2Connection,
     E2Server,

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from octoric.e2sm import e2ap
-from octoric.ric.e2transport import connect
-from octoric.ric.scripted_node import ScriptedNode
+from octoric.e2sm.node_session import ScriptedNode
+from octoric.e2sm.transport import connect
 
 from .conftest import LoopThread, RicStack
 from .test_a1 import http

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from octoric.deploy.xapp_env import descriptor, xapp_environment
+from octoric.e2sm.node_session import ScriptedNode
 from octoric.redis_server import free_port
-from octoric.ric.scripted_node import ScriptedNode
-from octoric.ric.xapp_env import descriptor, xapp_environment
 
 from .conftest import LoopThread, RicStack, free_pair
 

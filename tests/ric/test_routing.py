@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from octoric.ric import msgtypes as mt
+from octoric.contracts import message_types as mt
 from octoric.ric.routing import (
     PlatformEndpoints,
     Route,

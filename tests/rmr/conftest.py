@@ -46,7 +46,7 @@ def rmr_env(seed: Path | None) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def our_lib() -> Path:
-    from octoric.ric.rmr import RmrLibraryError, lib_path
+    from octoric.rmr import RmrLibraryError, lib_path
 
     try:
         return lib_path()

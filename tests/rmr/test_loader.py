@@ -1,4 +1,4 @@
-"""`import octoric.ric.rmr` makes ricxappframe's dlopen("librmr_si.so") find our library,
+"""`import octoric.rmr` makes ricxappframe's dlopen("librmr_si.so") find our library,
 with no LD_LIBRARY_PATH."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 
 PROBE = """
 import ctypes
-import octoric.ric.rmr
+import octoric.rmr
 from ricxappframe.rmr.rmrclib import rmrclib
 assert hasattr(rmrclib.rmr_c_lib, "octoric_rmr_stats"), "ricxappframe bound another library"
 maps = open("/proc/self/maps").read()

@@ -17,7 +17,7 @@ from ricxappframe.rmr import rmr
 ctx = rmr.rmr_init(b"0", 1024, 0)
 print("ctx" if ctx else "no ctx")
 rmr.rmr_close(ctx)
-import octoric.ric.rmr as ours
+import octoric.rmr as ours
 print(ours.lib_path())
 """
 

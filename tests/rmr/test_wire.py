@@ -51,7 +51,7 @@ def rmr(monkeypatch: pytest.MonkeyPatch, our_lib: Path) -> Any:
     monkeypatch.setenv("RMR_BIND_IF", "127.0.0.1")
     monkeypatch.setenv("RMR_SRC_ID", "tester")
     monkeypatch.setenv("OCTORIC_LIB_DIR", str(our_lib.parent))
-    import octoric.ric.rmr  # noqa: F401
+    import octoric.rmr  # noqa: F401
 
     from ricxappframe.rmr import rmr as mod
 
@@ -81,7 +81,7 @@ def ctx(
 
 
 def stats(mrc: Any) -> Any:
-    from octoric.ric.rmr import stats as get
+    from octoric.rmr import stats as get
 
     return get(mrc)
 

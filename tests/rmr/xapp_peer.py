@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-import octoric.ric.rmr  # noqa: F401  (preloads our librmr_si.so; must precede ricxappframe)
+import octoric.rmr  # noqa: F401  (preloads our librmr_si.so; must precede ricxappframe)
 
 from ricxappframe.rmr import rmr
 from ricxappframe.xapp_frame import RMRXapp, Xapp

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from octoric.contracts.octopus_header import OctopusHeader
 from octoric.sim.dropper import DropperConfig, OctopusDropper, max_min_share
 from octoric.sim.engine import Engine
-from octoric.sim.octopus_header import OctopusHeader
 from octoric.sim.packets import Packet
 from octoric.sim.rlc import DlQueue
 from octoric.sim.scenario import ChannelSpec, FlowSpec, RanSpec, Scenario, UeSpec

@@ -9,18 +9,19 @@ from typing import Any
 
 import numpy as np
 import pytest
+from testkit.sim_agent import QueuedConn, drain, offline_agent
 
+from octoric.contracts.feedback import FeedbackFormatError, parse_feedback
 from octoric.e2sm import e2ap, indication, kpm, rc
 from octoric.e2sm.common import Guami, UeId
 from octoric.e2sm.e2ap_ies import RicActionToBeSetup, RicRequestId, RicSubscriptionDetails
 from octoric.sim.e2agent import GUAMI, E2Agent
 from octoric.sim.engine import Engine
 from octoric.sim.errors import SimError
-from octoric.sim.live import FeedbackError, FeedbackListener, UdpAbw, parse_feedback
+from octoric.sim.live import FeedbackApplier, UdpAbw
 from octoric.sim.measurements import KpmReport
 from octoric.sim.overrides import apply_layout
 from octoric.sim.scenario import MobilitySpec, Scenario, load
-from octoric.testing.sim_agent import QueuedConn, drain, offline_agent
 
 pytestmark = pytest.mark.unit
 
@@ -207,11 +208,10 @@ def test_rc_report_at_handovers_from_the_right_gnb() -> None:
 
 
 def test_feedback_parser_and_listener() -> None:
-    assert parse_feedback(b'{"ue": 1003, "target_bps": 2.5e6, "fallback": false}') == (
-        1003,
-        2.5e6,
-    )
-    assert parse_feedback(b'{"ue": 1003, "fallback": true}') == (1003, None)
+    fb = parse_feedback(b'{"ue": 1003, "target_bps": 2.5e6, "fallback": false}')
+    assert (fb.ue, fb.target_bps, fb.fallback) == (1003, 2.5e6, False)
+    fb = parse_feedback(b'{"ue": 1003, "fallback": true}')
+    assert (fb.ue, fb.fallback) == (1003, True)
     bad_datagrams = [
         b"nope",
         b"[1]",
@@ -221,7 +221,7 @@ def test_feedback_parser_and_listener() -> None:
         b'{"ue": true, "target_bps": 1}',
     ]
     for bad in bad_datagrams:
-        with pytest.raises(FeedbackError):
+        with pytest.raises(FeedbackFormatError):
             parse_feedback(bad)
     sc = _scenario(cells=1, ues=2)
     for u in sc.ues:
@@ -229,7 +229,7 @@ def test_feedback_parser_and_listener() -> None:
             f.scheme = "occ"
     abw = UdpAbw()
     eng = Engine(sc, 1, None, abw)
-    lst = FeedbackListener(eng, abw)
+    lst = FeedbackApplier(eng, abw)
     lst.datagram_received(b'{"ue": 1001, "target_bps": 1500000}', ("127.0.0.1", 9))
     lst.datagram_received(b'{"ue": 5, "target_bps": 1}', ("127.0.0.1", 9))
     lst.datagram_received(b"garbage", ("127.0.0.1", 9))
@@ -253,8 +253,7 @@ def test_layout_overrides() -> None:
 def test_live_cli_errors(capsys: pytest.CaptureFixture[str]) -> None:
     from octoric.cli import main
 
-    assert main(["sim", "run", "--live", "--duration", "1"]) != 0
-    assert "--ric-e2" in capsys.readouterr().err
+    # (without --ric-e2, --live uses the embedded RIC's endpoint: tests/sim/test_inputs.py)
     assert main(["sim", "run", "--ric-e2", "127.0.0.1:1", "--duration", "1"]) != 0
     assert "needs --live" in capsys.readouterr().err
     assert main(["sim", "run", "--live", "--ric-e2", "nohost", "--duration", "1"]) != 0

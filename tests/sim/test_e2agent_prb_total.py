@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from testkit.sim_agent import drain, offline_agent
 
 from octoric.e2sm import e2ap, indication, kpm
 from octoric.e2sm.common import Cgi
@@ -18,7 +19,6 @@ from octoric.sim.e2agent import MEASUREMENTS, E2Agent
 from octoric.sim.engine import Engine
 from octoric.sim.overrides import apply_layout
 from octoric.sim.scenario import load
-from octoric.testing.sim_agent import drain, offline_agent
 
 pytestmark = pytest.mark.unit
 PRB_TOTAL = "OCC.PrbTotalDl"

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from octoric.cli import main
+from octoric.sim.cli import ric_endpoint
 from octoric.sim.errors import ScenarioError, TraceError
 from octoric.sim.scenario import load
 from octoric.sim.traces import read_cqi_csv, read_mahimahi
@@ -85,9 +86,15 @@ def test_cli_reports_bad_trace_without_traceback(
     assert f"{p}:2:" in err and "Traceback" not in err
 
 
-def test_cli_live_mode_explains(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["sim", "run", "--live"]) == 1
-    assert "--live needs --ric-e2 HOST:PORT" in capsys.readouterr().err
+def test_live_mode_defaults_to_the_embedded_ric(capsys: pytest.CaptureFixture[str]) -> None:
+    """`sim run --live` without --ric-e2 uses the embedded RIC's E2 endpoint (issue #11)."""
+    assert ric_endpoint(None) == ("127.0.0.1", 36421)
+    assert ric_endpoint("10.0.0.5:36422") == ("10.0.0.5", 36422)
+    with pytest.raises(SystemExit):
+        main(["sim", "run", "--help"])
+    assert "127.0.0.1:36421" in capsys.readouterr().out
+    assert main(["sim", "run", "--live", "--ric-e2", "nonsense"]) == 1
+    assert "--ric-e2 must be HOST:PORT, got 'nonsense'" in capsys.readouterr().err
 
 
 def test_full_yaml_scenario_runs(tmp_path: Path) -> None:

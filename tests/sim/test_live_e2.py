@@ -18,14 +18,14 @@ from typing import Any
 import numpy as np
 import pytest
 
+from octoric.deploy.xapp_env import descriptor, xapp_environment
 from octoric.e2sm import e2ap, indication, rc
 from octoric.redis_server import free_port
-from octoric.ric.xapp_env import descriptor, xapp_environment
+from octoric.ric.stack import LoopThread, RicStack, free_pair
 from octoric.sim.live import LiveOptions, LiveSim
 from octoric.sim.measurements import KpmReport
 from octoric.sim.overrides import apply_layout
 from octoric.sim.scenario import MobilitySpec, load
-from octoric.testing.ric_stack import LoopThread, RicStack, free_pair
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 PROBE = Path(__file__).parent / "programs" / "e2_probe.py"

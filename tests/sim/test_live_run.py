@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from octoric.redis_server import free_port
-from octoric.testing.ric_stack import RIC_PORTS, distinct_pairs
+from octoric.ric.stack import RIC_PORTS, distinct_pairs
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 

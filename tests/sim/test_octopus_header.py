@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from octoric.sim import octopus_header as oh
+from octoric.contracts import octopus_header as oh
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@
   whatever routes the xApp adds;
 - ``send``: one RMR message, a few retries on transient failures only, counted by outcome.
 
-``octoric.ric.rmr`` is imported before ricxappframe, so ricxappframe binds octoric's
+``octoric.rmr`` is imported before ricxappframe, so ricxappframe binds octoric's
 ``librmr_si.so`` (docs/ric.md).
 """
 
@@ -126,7 +126,7 @@ class XappShell:
                     s.bind(("", port))
                 except OSError as e:
                     raise XappError(f"RMR port {port} is not free: {e}") from None
-        import octoric.ric.rmr  # noqa: F401  (our librmr_si.so before ricxappframe binds one)
+        import octoric.rmr  # noqa: F401  (our librmr_si.so before ricxappframe binds one)
 
         from ricxappframe.xapp_frame import RMRXapp, rmr
 

@@ -21,7 +21,7 @@ DEFAULT_SUBMGR_URL = "http://service-ricplt-submgr-http.ricplt:8088/ric/v1/subsc
 
 
 def submgr_url() -> str:
-    """``$SUBMGR_URL`` (set by octoric.ric.xapp_env), else the O-RAN SC service name."""
+    """``$SUBMGR_URL`` (set by octoric.deploy.xapp_env), else the O-RAN SC service name."""
     return os.environ.get("SUBMGR_URL") or DEFAULT_SUBMGR_URL
 
 

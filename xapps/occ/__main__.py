@@ -1,7 +1,7 @@
 """``python -m octoric.xapps.occ [--rmr-port 4560] [--http-port 8090]``: the OCC xApp.
 
 The environment is the O-RAN SC one (CONFIG_FILE, DBAAS_SERVICE_HOST/PORT, RMR_SEED_RT or
-RMR_RTG_SVC, SUBMGR_URL); ``octoric.ric.xapp_env.xapp_environment`` builds it for the
+RMR_RTG_SVC, SUBMGR_URL); ``octoric.deploy.xapp_env.xapp_environment`` builds it for the
 embedded RIC.
 """
 
@@ -16,6 +16,7 @@ import threading
 from types import FrameType
 
 from octoric import log as octolog
+from octoric.contracts import ports
 from octoric.errors import OctoricError
 
 
@@ -28,8 +29,8 @@ def _port_from_env(kind: str) -> int | None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m octoric.xapps.occ")
-    ap.add_argument("--rmr-port", type=int, default=_port_from_env("RMR") or 4560)
-    ap.add_argument("--http-port", type=int, default=_port_from_env("HTTP") or 8090)
+    ap.add_argument("--rmr-port", type=int, default=_port_from_env("RMR") or ports.OCC_RMR)
+    ap.add_argument("--http-port", type=int, default=_port_from_env("HTTP") or ports.OCC_HTTP)
     ap.add_argument("--host", default="127.0.0.1", help="address submgr and RMR peers reach us at")
     args = ap.parse_args(argv)
     octolog.configure("xapp-occ")

@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
-from octoric.xapps.occ.client import encode_json_feedback, encode_remb_feedback
+from octoric.contracts.feedback import encode_json_feedback, encode_remb_feedback
 from octoric.xapps.occ.flows import Flow
 
 log = logging.getLogger("xapps.occ.feedback")

@@ -9,16 +9,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from octoric.contracts import kpm as K
 from octoric.xapps.occ.errors import OccInputError
 from octoric.xapps.occ.kernel import rows_ok
 
-PRB_USED = "RRU.PrbUsedDl"  # UE: PRBs allocated, average per DL slot (P_alloc)
-PRB_AVAIL = "RRU.PrbAvailDl"  # cell: idle PRBs, average per DL slot (P_idle)
-ACTIVE_UES = "OCC.ActiveUesDl"  # cell: UEs with DL data or a grant (N_user)
-BITS_PER_PRB = "OCC.BitsPerPrbDl"  # UE: bits per PRB per slot at the latest MCS (R_mcs)
-BUFFER_BYTES = "OCC.DlBufferBytes"  # UE: RLC DL buffer at the end of the granule
-ARRIVED_BYTES = "OCC.DlArrivedBytes"  # UE: bytes that arrived in the granule
-PRB_TOTAL = "OCC.PrbTotalDl"  # optional, cell: PRBs of the carrier (P_total); else config
+PRB_USED = K.PRB_USED_DL  # UE: PRBs allocated, average per DL slot (P_alloc)
+PRB_AVAIL = K.PRB_AVAIL_DL  # cell: idle PRBs, average per DL slot (P_idle)
+ACTIVE_UES = K.ACTIVE_UES_DL  # cell: UEs with DL data or a grant (N_user)
+BITS_PER_PRB = K.BITS_PER_PRB_DL  # UE: bits per PRB per slot at the latest MCS (R_mcs)
+BUFFER_BYTES = K.DL_BUFFER_BYTES  # UE: RLC DL buffer at the end of the granule
+ARRIVED_BYTES = K.DL_ARRIVED_BYTES  # UE: bytes that arrived in the granule
+PRB_TOTAL = K.PRB_TOTAL_DL  # optional, cell: PRBs of the carrier (P_total); else config
 
 REQUIRED: tuple[str, ...] = (
     PRB_USED,

@@ -11,17 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from octoric.contracts.rc import PARAM_HO_PHASE, REPORT_PARAMS
 from octoric.e2sm import rc
 from octoric.e2sm.e2ap import RicIndication
 from octoric.e2sm.errors import E2smError
 from octoric.xapps.base.errors import XappError
 from octoric.xapps.occ.records import guami_str
-
-PARAM_RRC_STATE = 202
-PARAM_NR_CELL = 17011
-PARAM_HO_PHASE = 30001  # octoric: 1 started, 2 completed, 3 failed (re-established)
-PARAM_SOURCE_CELL = 30002
-REPORT_PARAMS = (PARAM_RRC_STATE, PARAM_NR_CELL, PARAM_HO_PHASE, PARAM_SOURCE_CELL)
 
 
 class RcInputError(XappError):
@@ -43,7 +38,7 @@ def event_trigger() -> bytes:
 
 
 def action_definition() -> bytes:
-    return rc.encode_rc(rc.RcActionDefinition(rc.REPORT_STYLE_UE_INFORMATION, REPORT_PARAMS))
+    return rc.encode_rc(rc.RcActionDefinition(rc.REPORT_STYLE_UE_INFORMATION, tuple(REPORT_PARAMS)))
 
 
 def handovers(ind: RicIndication) -> tuple[list[RcHandover], int]:

@@ -28,6 +28,8 @@ from collections import Counter, deque
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from octoric.contracts import message_types as mt
+from octoric.contracts.ho_event import HoEventError, parse_ho_event
 from octoric.e2sm import kpm, rc
 from octoric.e2sm.e2ap import RicIndication
 from octoric.xapps.base.config import controls_of, typed_controls
@@ -59,7 +61,7 @@ from octoric.xapps.occ.resume import Resumed, resume_feedback
 from octoric.xapps.occ.xapp_config import OccXappConfig
 
 log = logging.getLogger("xapps.occ")
-RIC_INDICATION = 12050
+RIC_INDICATION = mt.RIC_INDICATION
 NAME = "occ"
 
 
@@ -292,8 +294,8 @@ class OccXapp:
 
     def on_ho_event(self, msg: RmrMessage) -> None:
         try:
-            ev = messages.parse_ho_event(msg.payload)
-        except messages.HoEventError as e:
+            ev = parse_ho_event(msg.payload)
+        except HoEventError as e:
             self.ho_errors[e.reason] += 1
             self.last_errors.append(
                 {"at": time.time(), "meid": msg.meid, "reason": f"ho_{e.reason}", "error": str(e)}

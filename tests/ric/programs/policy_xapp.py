@@ -11,7 +11,7 @@ import json
 import sys
 import time
 
-import octoric.ric.rmr  # noqa: F401  (our librmr_si.so, before ricxappframe binds it)
+import octoric.rmr  # noqa: F401  (our librmr_si.so, before ricxappframe binds it)
 
 from ricxappframe.xapp_frame import RMRXapp, rmr
 

@@ -10,14 +10,17 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
-import octoric.ric.rmr  # noqa: F401  (our librmr_si.so, before ricxappframe binds it)
+import octoric.rmr  # noqa: F401  (our librmr_si.so, before ricxappframe binds it)
 
 import requests
 from ricxappframe.xapp_frame import RMRXapp, rmr
 
 from octoric.e2sm import e2ap, kpm
-from octoric.testing.xapp_tools import (
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/: the testkit package
+from testkit.xapp_tools import (
     emit,
     post_subscription,
     send_octopus_control,

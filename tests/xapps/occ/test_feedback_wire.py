@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from octoric.xapps.occ.client import (
+from octoric.contracts.feedback import (
     FeedbackFormatError,
     FeedbackListener,
     encode_json_feedback,

@@ -16,16 +16,16 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from ricsdl.syncstorage import SyncStorage
+from testkit.sim_agent import offline_agent
 
 from octoric.e2sm import e2ap, kpm
+from octoric.e2sm.node_session import default_ran_functions
 from octoric.redis_server import free_port
-from octoric.ric.scripted_node import default_ran_functions
 from octoric.ric.submgr import E2Subscription, parse_request
 from octoric.sim.e2agent import E2Agent
 from octoric.sim.engine import Engine
 from octoric.sim.overrides import apply_layout
 from octoric.sim.scenario import load
-from octoric.testing.sim_agent import offline_agent
 from octoric.xapps.base.discovery import E2Node, kpm_styles_of
 from octoric.xapps.base.sdl import SdlStore
 from octoric.xapps.base.shell import RmrMessage

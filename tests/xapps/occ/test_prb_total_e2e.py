@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from octoric.e2sm import kpm
+from octoric.e2sm.node_session import ScriptedNode
 from octoric.redis_server import free_port
-from octoric.ric.scripted_node import ScriptedNode
+from octoric.ric.stack import LoopThread, free_pair, running_ric
 from octoric.sim.live import LiveOptions, LiveSim
 from octoric.sim.overrides import apply_layout
 from octoric.sim.scenario import load
-from octoric.testing.ric_stack import LoopThread, free_pair, running_ric
 
 from .kpm_source import OccIndications
 from .test_xapp_e2e import OccProc, wait_until

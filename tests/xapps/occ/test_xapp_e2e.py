@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
+from octoric.contracts.feedback import FeedbackListener
+from octoric.contracts.schemas import load as load_schema
+from octoric.deploy.xapp_env import xapp_environment
+from octoric.e2sm.node_session import ScriptedNode
 from octoric.redis_server import free_port
-from octoric.ric.scripted_node import ScriptedNode
-from octoric.ric.xapp_env import xapp_environment
-from octoric.testing.ric_stack import LoopThread, RicStack, free_pair, running_ric
-from octoric.xapps.occ.client import FeedbackListener
-from octoric.xapps.occ.messages import load_schema
+from octoric.ric.stack import LoopThread, RicStack, free_pair, running_ric
 
 from .kpm_source import OccIndications
 
@@ -321,7 +321,8 @@ def test_config_hot_reload(env: Env) -> None:
 
 def test_handover_event_sets_fallback(env: Env) -> None:
     from octoric.ric.rmr_endpoint import RmrEndpoint
-    from octoric.xapps.occ.messages import HoEvent, encode
+    from octoric.contracts.ho_event import HoEvent
+    from octoric.xapps.occ.messages import encode
 
     port = free_pair()
     ep = RmrEndpoint(
@@ -422,8 +423,8 @@ def test_kill9_restart_resumes(env: Env) -> None:
 def test_run_plugin_component(env: Env) -> None:
     """The xApp under ``octoric run``'s supervisor: status fragment with per-UE ABW."""
     from octoric.config import RunConfig
+    from octoric.deploy.xapps_component import KNOWN, XappComponent, components
     from octoric.supervisor import RunContext
-    from octoric.xapps.run_plugin import KNOWN, XappComponent, components
 
     env.occ.stop()  # the plugin starts its own on the same ports
     run_dir = env.tmp / "plugin-run"

@@ -7,14 +7,15 @@ from __future__ import annotations
 import pytest
 from ricsdl.syncstorage import SyncStorage
 
+from octoric.contracts.ho_event import HoEvent
+from octoric.contracts.rc import PARAM_HO_PHASE, PARAM_NR_CELL
 from octoric.e2sm import e2ap, rc
 from octoric.e2sm.common import UeId
 from octoric.e2sm.e2ap_ies import RicRequestId
 from octoric.redis_server import free_port
 from octoric.xapps.base.sdl import SdlStore
 from octoric.xapps.base.shell import RmrMessage
-from octoric.xapps.occ.messages import HoEvent, encode
-from octoric.xapps.occ.rc_input import PARAM_HO_PHASE, PARAM_NR_CELL
+from octoric.xapps.occ.messages import encode
 from octoric.xapps.occ.xapp import OccXapp
 
 from .kpm_source import GUAMI, OccIndications

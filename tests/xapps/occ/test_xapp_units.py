@@ -10,6 +10,8 @@ import jsonschema
 import numpy as np
 import pytest
 
+from octoric.contracts.ho_event import HoEvent, HoEventError, parse_ho_event
+from octoric.contracts.schemas import load as load_schema
 from octoric.e2sm import e2ap
 from octoric.e2sm.e2ap_ies import RicRequestId
 from octoric.xapps.base.config import typed_controls
@@ -17,13 +19,7 @@ from octoric.xapps.base.errors import RestError, XappConfigError
 from octoric.xapps.occ import OccConfig, OccEngine
 from octoric.xapps.occ.flows import Flow, parse_flow
 from octoric.xapps.occ.kpm_input import IndicationError, engine_input, without_rows
-from octoric.xapps.occ.messages import (
-    HoEvent,
-    HoEventError,
-    abw_report,
-    load_schema,
-    parse_ho_event,
-)
+from octoric.xapps.occ.messages import abw_report
 from octoric.xapps.occ.persist import fingerprint, pack_state, unpack_state
 from octoric.xapps.occ.synthetic import random_batch
 from octoric.xapps.occ.xapp_config import OccXappConfig
@@ -217,8 +213,8 @@ def test_descriptor_against_oran_sc_schema(shared_dir: Path) -> None:
 def test_run_plugin_picks_free_ports_when_defaults_are_busy() -> None:
     import socket
 
+    from octoric.deploy.xapps_component import XappSpec, pick_ports, port_free
     from octoric.redis_server import free_port
-    from octoric.xapps.run_plugin import XappSpec, pick_ports, port_free
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -109,7 +109,7 @@ class EvalOptions:
 
 def _reconfigure_occ(eng: Any, overrides: tuple[tuple[str, Any], ...]) -> None:
     """Apply ``OccConfig`` overrides to an engine's in-process OCC ABW source."""
-    from octoric.sim.occ_adapter import OccEngineAbw
+    from octoric.experiments.occ_source import OccEngineAbw
 
     if not overrides:
         return

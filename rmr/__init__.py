@@ -4,7 +4,7 @@ Importing this module loads the library with ``RTLD_GLOBAL``. Because the librar
 is ``librmr_si.so``, glibc then satisfies ricxappframe's own ``CDLL("librmr_si.so")`` with
 the copy already loaded, so no ``LD_LIBRARY_PATH`` is needed::
 
-    import octoric.ric.rmr  # noqa: F401  (must come before ricxappframe)
+    import octoric.rmr  # noqa: F401  (must come before ricxappframe)
     from ricxappframe.xapp_frame import RMRXapp
 
 Where the library is looked for, first hit wins: ``$OCTORIC_RMR_LIB`` (a file),
@@ -23,7 +23,7 @@ from pathlib import Path
 from octoric.errors import OctoricError
 
 LIB_NAME = "librmr_si.so"
-_REPO = Path(__file__).resolve().parents[2]
+_REPO = Path(__file__).resolve().parents[1]
 
 
 class RmrLibraryError(OctoricError):

@@ -1,7 +1,7 @@
 """``octoric eval ...``: paper experiments (schemes x traces -> JSON, table, plots).
 
 ``octoric eval occ --traces DIR --json OUT [--duration S] [--plots DIR]`` runs the OCC
-paper's comparison (issue #7; logic in ``octoric.xapps.occ.evaluation``).
+paper's comparison (issue #7; logic in ``octoric.experiments.occ_eval``).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _cmd_occ(args: argparse.Namespace) -> int:
-    from octoric.xapps.occ import evaluation as ev
+    from octoric.experiments import occ_eval as ev
 
     cases = ev.find_cases(Path(args.traces), contention=not args.no_contention)
     if args.only:

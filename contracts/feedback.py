@@ -100,13 +100,15 @@ def _parse_json(data: bytes) -> Feedback:
         raise FeedbackFormatError(f"not JSON: {e}") from None
     if not isinstance(obj, dict):
         raise FeedbackFormatError("JSON feedback must be an object")
-    ue, br, fb, ts = obj.get("ue"), obj.get("target_bps"), obj.get("fallback"), obj.get("ts")
-    if not isinstance(ue, int) or isinstance(ue, bool):
-        raise FeedbackFormatError("JSON feedback: 'ue' must be an integer")
-    if not isinstance(br, (int, float)) or isinstance(br, bool) or not math.isfinite(br) or br < 0:
-        raise FeedbackFormatError("JSON feedback: 'target_bps' must be a number >= 0")
+    ue, fb, ts = obj.get("ue"), obj.get("fallback", False), obj.get("ts")
+    if not isinstance(ue, int) or isinstance(ue, bool) or ue < 0:
+        raise FeedbackFormatError("JSON feedback: 'ue' must be an AMF-UE-NGAP-ID (integer >= 0)")
     if not isinstance(fb, bool):
         raise FeedbackFormatError("JSON feedback: 'fallback' must be true or false")
+    # while the xApp says fallback the target carries no meaning and may be left out
+    br = obj.get("target_bps", 0 if fb else None)
+    if not isinstance(br, (int, float)) or isinstance(br, bool) or not math.isfinite(br) or br < 0:
+        raise FeedbackFormatError("JSON feedback: 'target_bps' must be a number >= 0")
     if ts is not None and (not isinstance(ts, (int, float)) or isinstance(ts, bool)):
         raise FeedbackFormatError("JSON feedback: 'ts' must be a number")
     return Feedback("json", float(br), fb, ue=ue, ts=None if ts is None else float(ts))

@@ -26,7 +26,7 @@ from octoric.e2sm.e2ap_ies import (
     RicRequestId,
 )
 from octoric.e2sm.errors import E2smError
-from octoric.ric.e2transport import E2Connection, Transport, connect
+from octoric.e2sm.transport import E2Connection, Transport, connect
 
 log = logging.getLogger("ric.scripted_node")
 
@@ -95,7 +95,7 @@ class ScriptedNode:
 
     @property
     def meid(self) -> str:
-        from octoric.ric.nodes import meid_of
+        from octoric.e2sm.node_id import meid_of
 
         return meid_of(self.node_id)
 

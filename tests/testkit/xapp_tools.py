@@ -8,7 +8,7 @@ import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
-import octoric.ric.rmr  # noqa: F401  (our librmr_si.so, before ricxappframe binds it)
+import octoric.rmr  # noqa: F401  (our librmr_si.so, before ricxappframe binds it)
 
 from ricxappframe.rmr import rmr
 

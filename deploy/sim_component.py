@@ -1,6 +1,6 @@
-"""How the live simulator plugs into ``octoric run``: one child process,
-``python -m octoric.cli sim run --live ...``, started after the RIC (the plugin order in
-``octoric.runner``), connected to its E2 port. It rewrites ``<run folder>/sim-status.json``
+"""The live simulator in ``octoric run``: one child process,
+``python -m octoric.cli sim run --live ...``, started after the RIC (``deploy.embedded``),
+connected to its E2 port. It rewrites ``<run folder>/sim-status.json``
 every second (the status line reads it) and writes ``sim-summary.json`` when it stops
 (SIGTERM from the supervisor); ``report()`` carries that summary into the run report.
 """
@@ -16,18 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from octoric.errors import OctoricError
-from octoric.supervisor import ChildProcess, Component, RunContext
+from octoric.supervisor import ChildProcess, RunContext
 
 log = logging.getLogger("octoric.sim")
 SETUP_WAIT_S = 30.0
-OCC_HTTP_PORT = 8090  # the OCC xApp's REST port (ARCHITECTURE.md, xapps/run_plugin.py)
 
 STATUS_FILE = "sim-status.json"
 SUMMARY_FILE = "sim-summary.json"
 
 
-def live_argv(ctx: RunContext) -> list[str]:
-    from octoric.ric.e2transport import resolve
+def live_argv(ctx: RunContext, occ_flows_url: str | None = None) -> list[str]:
+    """The simulator's command line; ``occ_flows_url``: the OCC xApp's POST /occ/v1/flows of
+    this run (its video flows are then OCC-fed), None when OCC is not running."""
+    from octoric.e2sm.transport import resolve
 
     cfg, ric = ctx.config.sim, ctx.config.ric
     argv = [
@@ -38,10 +39,10 @@ def live_argv(ctx: RunContext) -> list[str]:
         "--status-file", str(ctx.run_dir / STATUS_FILE),
         "--json", str(ctx.run_dir / SUMMARY_FILE),
     ]  # fmt: skip
-    if "occ" in ctx.config.xapps.enabled:
+    if occ_flows_url is not None:
         # the video flows are OCC-fed and take their target from the OCC xApp's UDP feedback
         # (GCC until the first datagram and while the xApp says fallback)
-        url = f"http://127.0.0.1:{OCC_HTTP_PORT}/occ/v1/flows"
+        url = occ_flows_url
         if cfg.traffic == "video":
             argv += ["--scheme", "occ"]
         argv += ["--feedback-port", "0", "--occ-register", url]
@@ -79,8 +80,8 @@ class SimComponent:
 
     name = "sim"
 
-    def __init__(self, ctx: RunContext) -> None:
-        self.child = ChildProcess("sim", live_argv(ctx), max_restarts=2)
+    def __init__(self, ctx: RunContext, occ_flows_url: str | None = None) -> None:
+        self.child = ChildProcess("sim", live_argv(ctx, occ_flows_url), max_restarts=2)
         self.run_dir = ctx.run_dir
         self._status: dict[str, Any] = {}
         self._read_at = 0.0
@@ -175,7 +176,3 @@ class SimComponent:
 
     def failed(self) -> str | None:
         return self.child.failed()
-
-
-def components(ctx: RunContext) -> list[Component]:
-    return [SimComponent(ctx)]

@@ -12,8 +12,6 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from octoric.sim.errors import SimError
-
 MAGIC = 0x4F43
 VERSION = 1
 HEADER_LEN = 16
@@ -25,7 +23,7 @@ _RESERVED_FLAGS = 0x1F
 _FMT = struct.Struct(">HBBHBBII")
 
 
-class OctopusHeaderError(SimError):
+class OctopusHeaderError(ValueError):
     """A payload does not start with a valid Octopus header."""
 
 

@@ -1,6 +1,6 @@
 """``octoric bench ric.rmr``: one-way throughput and latency between two processes.
 
-The driver is ``rmr_bench`` (a bin of the ric/rmr crate) so that the library, not Python,
+The driver is ``rmr_bench`` (a bin of the rmr crate) so that the library, not Python,
 is measured: one process receives, the other sends through ``rmr_send_msg`` with a static
 route table. Our library is always measured; O-RAN SC's RMR too when ``REAL_LIBRMR`` names
 its ``librmr_si.so`` (same run, same driver, same payloads), giving the our/real ratio.
@@ -117,7 +117,7 @@ def _label(size: int) -> str:
 
 
 def _libs() -> list[tuple[str, Path]]:
-    from octoric.ric.rmr import lib_path
+    from octoric.rmr import lib_path
 
     libs = [("ours", lib_path())]
     real = os.environ.get("REAL_LIBRMR")
@@ -190,7 +190,7 @@ def run(quick: bool) -> list[BenchResult]:
 
 
 def _skip() -> str | None:
-    from octoric.ric.rmr import RmrLibraryError, lib_path
+    from octoric.rmr import RmrLibraryError, lib_path
 
     try:
         lib_path()

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from octoric.cli import main
-from octoric.xapps.occ import evaluation as ev
+from octoric.experiments import occ_eval as ev
 
 pytestmark = pytest.mark.unit
 

@@ -1,6 +1,7 @@
-"""How the xApps plug into ``octoric run``: one supervisor component per enabled xApp that
-exists (``xapps.enabled``; today: occ), each a child process in the RIC's environment
-(``octoric.ric.xapp_env``, built from ``<run_dir>/ric.json``), restarted if it dies.
+"""The xApps in ``octoric run``: one supervisor component per enabled xApp that exists
+(``xapps.enabled``), each a child process in the RIC's environment (``deploy.xapp_env``,
+built from ``<run_dir>/ric.json``), restarted if it dies. Ports are chosen when the component
+is built, before anything starts, so the simulator learns the OCC xApp's real port.
 
 ``XappComponent.status()`` is the live-summary fragment. For occ it polls the xApp's
 ``/occ/v1/status`` once a second and shows the per-UE target rates
@@ -21,11 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import octoric.xapps
+from octoric.contracts import ports
 from octoric.errors import OctoricError
-from octoric.supervisor import ChildProcess, Component, RunContext
+from octoric.supervisor import ChildProcess, RunContext
 
 log = logging.getLogger("xapps.run")
-XAPPS_DIR = Path(__file__).resolve().parent
+XAPPS_DIR = Path(octoric.xapps.__file__).resolve().parent
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
@@ -42,19 +45,19 @@ class XappSpec:
         return XAPPS_DIR / self.name / "config-file.json"
 
 
-# Ports from ARCHITECTURE.md (embedded defaults).
+# Embedded defaults (contracts.ports).
 KNOWN: dict[str, XappSpec] = {
-    "occ": XappSpec("occ", "octoric.xapps.occ", 4560, 8090, "/occ/v1/status"),
+    "occ": XappSpec("occ", "octoric.xapps.occ", *ports.XAPP_PORTS["occ"], "/occ/v1/status"),
 }
 
 
 def descriptor_for(spec: XappSpec, rmr_port: int, http_port: int) -> dict[str, Any]:
     """The xApp's descriptor with the ports of this run."""
     d: dict[str, Any] = json.loads(spec.descriptor_file.read_text())
-    ports = {"http": http_port, "rmr-data": rmr_port, "rmr-route": rmr_port + 1}
+    by_name = {"http": http_port, "rmr-data": rmr_port, "rmr-route": rmr_port + 1}
     for p in (d.get("messaging") or {}).get("ports") or []:
-        if p.get("name") in ports:
-            p["port"] = ports[p["name"]]
+        if p.get("name") in by_name:
+            p["port"] = by_name[p["name"]]
     return d
 
 
@@ -115,9 +118,9 @@ class XappComponent:
     ) -> None:
         self.spec = spec
         self.name = f"xapp-{spec.name}"
-        self._fixed = (rmr_port, http_port)
-        self.rmr_port = rmr_port or spec.rmr_port
-        self.http_port = http_port or spec.http_port
+        if rmr_port is None or http_port is None:
+            rmr_port, http_port = pick_ports(spec)
+        self.rmr_port, self.http_port = rmr_port, http_port
         self.child: ChildProcess | None = None
         self.last_status: dict[str, Any] = {}
         self._poll: asyncio.Task[None] | None = None
@@ -127,8 +130,8 @@ class XappComponent:
         return f"http://127.0.0.1:{self.http_port}{self.spec.status_path}"
 
     async def start(self, ctx: RunContext) -> None:
+        from octoric.deploy.xapp_env import xapp_environment
         from octoric.ric.services import RicRuntime
-        from octoric.ric.xapp_env import xapp_environment
 
         state = ctx.run_dir / "ric.json"
         if not state.exists():
@@ -136,8 +139,6 @@ class XappComponent:
                 f"{self.name}: no embedded RIC runtime at {state} (start the RIC first)"
             )
         rt = RicRuntime.read(state)
-        if self._fixed == (None, None):
-            self.rmr_port, self.http_port = pick_ports(self.spec)
         _record_ports(ctx.run_dir, self.spec.name, self.rmr_port, self.http_port, self.status_url)
         cfg = ctx.run_dir / f"{self.spec.name}-config-file.json"
         cfg.write_text(
@@ -207,8 +208,8 @@ class XappComponent:
         return self.child.failed() if self.child else None
 
 
-def components(ctx: RunContext) -> list[Component]:
-    out: list[Component] = []
+def components(ctx: RunContext) -> list[XappComponent]:
+    out: list[XappComponent] = []
     for name in ctx.config.xapps.enabled:
         spec = KNOWN.get(name)
         if spec is None:

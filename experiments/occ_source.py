@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from octoric.sim.measurements import AbwSource, KpmReport
+from octoric.contracts import kpm as K
+from octoric.sim.measurements import AbwSource, KpmReport, register_abw_source
 
 
 class OccEngineAbw(AbwSource):
@@ -69,12 +70,12 @@ class OccEngineAbw(AbwSource):
             return np.ascontiguousarray(out.T)  # (n_ue, n_granule)
 
         metrics = {
-            "RRU.PrbUsedDl": per_ms(report.prb_used_dl, "mean"),
-            "RRU.PrbAvailDl": per_ms(idle, "mean"),
-            "OCC.ActiveUesDl": per_ms(active, "max"),
-            "OCC.BitsPerPrbDl": per_ms(report.bits_per_prb_dl, "last"),
-            "OCC.DlBufferBytes": per_ms(report.dl_buffer_bytes, "last"),
-            "OCC.DlArrivedBytes": per_ms(report.dl_arrived_bytes, "sum"),
+            K.PRB_USED_DL: per_ms(report.prb_used_dl, "mean"),
+            K.PRB_AVAIL_DL: per_ms(idle, "mean"),
+            K.ACTIVE_UES_DL: per_ms(active, "max"),
+            K.BITS_PER_PRB_DL: per_ms(report.bits_per_prb_dl, "last"),
+            K.DL_BUFFER_BYTES: per_ms(report.dl_buffer_bytes, "last"),
+            K.DL_ARRIVED_BYTES: per_ms(report.dl_arrived_bytes, "sum"),
         }
         t0_ms = report.start_slot * report.slot_us // 1000
         batch = self.engine.ingest(np.asarray(report.ue_ids, dtype=np.int64), t0_ms, metrics)
@@ -88,3 +89,6 @@ class OccEngineAbw(AbwSource):
 
     def estimate_bps(self, ue_id: int) -> float | None:
         return self.latest.get(ue_id)
+
+
+register_abw_source("occ-engine", OccEngineAbw)

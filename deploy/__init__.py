@@ -1,0 +1,1 @@
+"""How octoric's parts run together: the embedded deployment behind ``octoric run``."""

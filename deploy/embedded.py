@@ -1,0 +1,26 @@
+"""``octoric run``: the embedded deployment on one machine, composed.
+
+Redis (``octoric.runner``), then the RIC, the live simulated gNBs and the enabled xApps, in
+that start order. The xApps' ports are chosen first so the simulator registers its OCC-fed
+flows with the OCC xApp of this run, wherever it listens.
+"""
+
+from __future__ import annotations
+
+from octoric import runner
+from octoric.config import RunConfig
+from octoric.deploy.sim_component import SimComponent
+from octoric.deploy.xapps_component import components as xapp_components
+from octoric.ric.launcher import RicComponent
+from octoric.supervisor import Component, RunContext
+
+
+def build_components(ctx: RunContext) -> list[Component]:
+    xapps = xapp_components(ctx)
+    occ = next((x for x in xapps if x.spec.name == "occ"), None)
+    occ_url = None if occ is None else f"http://127.0.0.1:{occ.http_port}/occ/v1/flows"
+    return [RicComponent(), SimComponent(ctx, occ_url), *xapps]
+
+
+def run(cfg: RunConfig, live: bool = True) -> int:
+    return runner.run(cfg, build_components, live=live)

@@ -1,0 +1,90 @@
+"""Issue #11, done-when 4: a production install (no dev extras) imports every product module.
+
+Builds octoric from a copy of the working tree into a fresh venv with only the runtime
+dependencies of pyproject.toml, pinned by requirements.lock (``-c``), then imports every module
+under ``octoric``. Test helpers (pytest, hypothesis) must not be needed, nor installed.
+
+Needs the package index (PyPI) the first time; pip's cache makes later runs quick. The native
+library comes from this tree's ``build/lib`` (``OCTORIC_RMR_LIB``): putting it in the wheel is
+issue #16's packaging work.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+LIB = REPO / "build" / "lib" / "librmr_si.so"
+
+pytestmark = pytest.mark.integration
+
+IMPORT_ALL = r"""
+import importlib, json, pkgutil, sys
+import octoric
+names, failed = [], {}
+for m in pkgutil.walk_packages(octoric.__path__, "octoric."):
+    if m.name.endswith("__main__"):
+        continue  # running it would start a program
+    names.append(m.name)
+    try:
+        importlib.import_module(m.name)
+    except Exception as e:  # report every one, not the first
+        failed[m.name] = f"{type(e).__name__}: {e}"
+dev = [p for p in ("pytest", "hypothesis", "mypy", "ruff") if importlib.util.find_spec(p)]
+print(json.dumps({"modules": names, "failed": failed, "dev_installed": dev,
+                  "file": octoric.__file__}))
+"""
+
+
+def _tracked_copy(dst: Path) -> None:
+    files = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=REPO, capture_output=True, check=True,
+    ).stdout.decode().split("\0")  # fmt: skip
+    for rel in filter(None, files):
+        src = REPO / rel
+        if not src.exists() and not src.is_symlink():
+            continue  # deleted in the working tree
+        out = dst / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            out.symlink_to(os.readlink(src))
+        else:
+            shutil.copy2(src, out)
+
+
+def test_production_install_imports_every_module(tmp_path: Path) -> None:
+    if not LIB.is_file():
+        pytest.skip("build/lib/librmr_si.so is not built (make native)")
+    src, venv = tmp_path / "src", tmp_path / "venv"
+    _tracked_copy(src)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    r = subprocess.run(
+        [*pip, str(src), "-c", str(REPO / "requirements.lock")],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    env = {**os.environ, "OCTORIC_RMR_LIB": str(LIB), "PYTHONPATH": ""}
+    r = subprocess.run(
+        [str(py), "-c", IMPORT_ALL], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = __import__("json").loads(r.stdout.strip().splitlines()[-1])
+    assert str(venv) in out["file"], f"imported the wrong octoric: {out['file']}"
+    assert out["failed"] == {}, out["failed"]
+    assert out["dev_installed"] == []
+    mods = set(out["modules"])
+    for must in ("octoric.contracts.feedback", "octoric.e2sm.transport", "octoric.ric.e2term",
+                 "octoric.sim.engine", "octoric.xapps.occ.xapp", "octoric.experiments.occ_eval",
+                 "octoric.deploy.embedded", "octoric.rmr"):  # fmt: skip
+        assert must in mods, f"{must} is not in the installed package"
+    assert not any(m.startswith("octoric.testing") for m in mods)
