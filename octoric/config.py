@@ -35,6 +35,9 @@ class LogConfig:
 class RicConfig:
     """Embedded RIC ports (loopback), as in ARCHITECTURE.md."""
 
+    # where every listener of the embedded RIC and its xApps binds (E2, RMR data and route
+    # ports, REST): loopback unless you open it, e.g. --set ric.bind_address=0.0.0.0
+    bind_address: str = ports.LOOPBACK
     e2_port: int = ports.E2
     e2_transport: Literal["auto", "sctp", "tcp"] = "auto"
     e2term_rmr_port: int = ports.E2TERM_RMR

@@ -76,8 +76,9 @@ class RmrEndpoint:
         control_port: int | None = None,
         seed_table: Path | None = None,
         src_id: str = "127.0.0.1",
+        bind_if: str = "127.0.0.1",
     ) -> None:
-        self.name, self.port = name, port
+        self.name, self.port, self.bind_if = name, port, bind_if
         self.control_port, self.seed_table, self.src_id = control_port, seed_table, src_id
         self.ctx: Any = None
         self.counters = RmrCounters()
@@ -95,6 +96,8 @@ class RmrEndpoint:
     def start(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         env = {
             "RMR_SRC_ID": self.src_id,
+            # RMR listens on every interface unless told; ours stay on loopback by default
+            "RMR_BIND_IF": self.bind_if,
             "RMR_RTG_SVC": str(self.control_port) if self.control_port else "-1",
             "RMR_SEED_RT": str(self.seed_table) if self.seed_table else "",
         }

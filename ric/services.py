@@ -119,13 +119,13 @@ def _stats_dict(*objs: Any) -> dict[str, Any]:
     return out
 
 
-async def _serve_http(routes: list[web.RouteDef], port: int) -> web.AppRunner:
+async def _serve_http(routes: list[web.RouteDef], host: str, port: int) -> web.AppRunner:
     app = web.Application(client_max_size=1 << 20)
     app.add_routes(routes)
     app.add_routes([web.get("/ric/v1/health/alive", _ok), web.get("/ric/v1/health/ready", _ok)])
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, HOST, port, reuse_address=True).start()
+    await web.TCPSite(runner, host, port, reuse_address=True).start()
     return runner
 
 
@@ -136,7 +136,10 @@ async def _ok(request: web.Request) -> web.Response:
 def _endpoint(rt: RicRuntime, name: str, port: int) -> Any:
     from octoric.ric.rmr_endpoint import RmrEndpoint
 
-    ep = RmrEndpoint(name, port, control_port=port + 1, seed_table=rt.seed_file, src_id=HOST)
+    ep = RmrEndpoint(
+        name, port, control_port=port + 1, seed_table=rt.seed_file, src_id=HOST,
+        bind_if=rt.ric.bind_address,
+    )  # fmt: skip
     ep.start()
     return ep
 
@@ -173,8 +176,8 @@ async def run_platform(rt: RicRuntime, stop: asyncio.Event) -> None:
         "octoric_platform", lambda: _stats_dict(appmgr.counters, rtmgr.stats, ep.counters)
     )
     runners = [
-        await _serve_http([*appmgr.routes(), metrics], rt.ric.appmgr_port),
-        await _serve_http(rtmgr.routes(), rt.ric.rtmgr_rest_port),
+        await _serve_http([*appmgr.routes(), metrics], rt.ric.bind_address, rt.ric.appmgr_port),
+        await _serve_http(rtmgr.routes(), rt.ric.bind_address, rt.ric.rtmgr_rest_port),
     ]
     log.info("appmgr-lite on :%d, rtmgr-lite on :%d", rt.ric.appmgr_port, rt.ric.rtmgr_rest_port)
     await stop.wait()
@@ -198,7 +201,7 @@ async def run_e2term(rt: RicRuntime, stop: asyncio.Event) -> None:
 
     sdl = Sdl(rt.redis_host, rt.redis_port)
     ep = _endpoint(rt, "e2term", rt.ric.e2term_rmr_port)
-    e2t = E2term(E2termConfig(HOST, rt.ric.e2_port, rt.transport), sdl, ep)
+    e2t = E2term(E2termConfig(rt.ric.bind_address, rt.ric.e2_port, rt.transport), sdl, ep)
     await e2t.start()
 
     def stats() -> dict[str, Any]:
@@ -210,7 +213,9 @@ async def run_e2term(rt: RicRuntime, stop: asyncio.Event) -> None:
             d["forward_latency_p99_us"] = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
         return d
 
-    runner = await _serve_http([_metrics_route("octoric_e2term", stats)], rt.ric.e2term_http_port)
+    runner = await _serve_http(
+        [_metrics_route("octoric_e2term", stats)], rt.ric.bind_address, rt.ric.e2term_http_port
+    )
     await stop.wait()
     await e2t.stop()
     await runner.cleanup()
@@ -244,7 +249,9 @@ async def run_submgr(rt: RicRuntime, stop: asyncio.Event) -> None:
         "octoric_submgr",
         lambda: {**_stats_dict(sm.stats, ep.counters), "subscriptions": len(sm.subs)},
     )
-    runner = await _serve_http([*sm.routes(), metrics], rt.ric.submgr_rest_port)
+    runner = await _serve_http(
+        [*sm.routes(), metrics], rt.ric.bind_address, rt.ric.submgr_rest_port
+    )
     await stop.wait()
     await sm.stop()
     await runner.cleanup()
@@ -272,7 +279,7 @@ async def run_a1(rt: RicRuntime, stop: asyncio.Event) -> None:
 
     task = asyncio.create_task(rmr_loop())
     metrics = _metrics_route("octoric_a1", lambda: _stats_dict(a1.counters, ep.counters))
-    runner = await _serve_http([*a1.routes(), metrics], rt.ric.a1_rest_port)
+    runner = await _serve_http([*a1.routes(), metrics], rt.ric.bind_address, rt.ric.a1_rest_port)
     await stop.wait()
     task.cancel()
     await runner.cleanup()

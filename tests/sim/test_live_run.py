@@ -6,14 +6,27 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from testkit.listeners import Listener, tcp_listeners
 
 from octoric.redis_server import free_port
 from octoric.ric.stack import RIC_PORTS, distinct_pairs
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+
+
+def _listeners_once_up(pid: int, run_root: Path) -> list[Listener]:
+    """The run's TCP listeners, read once the xApps have started (or after 40 s)."""
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline:
+        if list(run_root.glob("*/xapps.json")):
+            time.sleep(2.0)  # the xApp's RMR and HTTP ports open just after it is recorded
+            break
+        time.sleep(0.2)
+    return tcp_listeners(pid)
 
 
 def test_octoric_run_with_live_sim(tmp_path: Path) -> None:
@@ -22,8 +35,15 @@ def test_octoric_run_with_live_sim(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "octoric.cli", "run", "--duration", "15", "--no-live"]
     for s in sets:
         argv += ["--set", s]
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # issue #17: while it runs, every TCP listener of the run (RIC, Redis, xApps: E2, RMR data
+    # and route ports, REST) is on loopback
+    listeners = _listeners_once_up(proc.pid, tmp_path)
+    out, err = proc.communicate(timeout=120)
+    p = subprocess.CompletedProcess(argv, proc.returncode, out, err)
     assert p.returncode == 0, p.stderr[-3000:]
+    assert len(listeners) >= 10, listeners  # RIC, Redis, OCC: the run was really up
+    assert [x for x in listeners if not x.loopback] == [], listeners
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("[octoric")]
     assert any("ric 1 nodes" in ln and "E2 1/1 up" in ln and "8 UEs" in ln for ln in lines), lines
     report = json.loads((tmp_path / "latest.json").read_text())
