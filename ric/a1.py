@@ -19,6 +19,7 @@ import jsonschema
 from aiohttp import web
 
 from octoric.contracts import message_types as mt
+from octoric.ric import a1_schema
 from octoric.ric.sdl import Sdl
 
 log = logging.getLogger("ric.a1")
@@ -159,7 +160,7 @@ class A1Service:
                     raise ValueError(f"missing field {k!r}")
             if body["policy_type_id"] != tid:
                 raise ValueError(f"policy_type_id {body['policy_type_id']} != {tid} in the URL")
-            jsonschema.Draft7Validator.check_schema(body["create_schema"])
+            a1_schema.check_schema(body["create_schema"])
         except (ValueError, jsonschema.SchemaError) as e:
             self.counters.bad_requests += 1
             raise _error(400, f"invalid policy type: {_short(e)}") from None
@@ -197,8 +198,8 @@ class A1Service:
             raise _error(404, f"policy type {tid} not found")
         body = await self._json(request)
         try:
-            jsonschema.validate(body, t["create_schema"])
-        except jsonschema.ValidationError as e:
+            a1_schema.validate(body, t["create_schema"])
+        except (jsonschema.ValidationError, a1_schema.UnsafeSchemaError) as e:
             self.counters.bad_requests += 1
             raise _error(400, f"instance does not match policy type {tid}: {_short(e)}") from None
         key = f"inst.{tid}.{iid}"
@@ -245,7 +246,7 @@ class A1Service:
             raise _error(413, f"body larger than {MAX_BODY} bytes")
         try:
             return json.loads(await request.read())
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
             self.counters.bad_requests += 1
             raise _error(400, f"body is not valid JSON: {e}") from None
 
