@@ -20,7 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
-from octoric.ric.routing import XappRoutes
+from octoric.ric.routing import XappRoutes, check_endpoint
 from octoric.ric.sdl import Sdl
 
 log = logging.getLogger("ric.appmgr")
@@ -76,7 +76,7 @@ class Appmgr:
             missing = [k for k in required if not isinstance(body.get(k), str) or not body[k]]
             if missing:
                 raise ValueError(f"missing or empty fields: {', '.join(missing)}")
-        except ValueError as e:
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
             self.counters.bad_requests += 1
             log.warning("bad appmgr request %s: %s", request.path, e)
             raise web.HTTPBadRequest(
@@ -100,6 +100,9 @@ class Appmgr:
                 rmr_endpoint=body["rmrEndpoint"],
                 descriptor=descriptor,
             )
+            # a bad endpoint would reach every route table (or break its rebuild): refuse it here
+            check_endpoint(rec.rmr_endpoint, "rmrEndpoint")
+            check_endpoint(rec.http_endpoint, "httpEndpoint")
             rec.routes()  # reject descriptors naming unknown message types now, not later
         except (ValueError, KeyError) as e:
             self.counters.bad_requests += 1

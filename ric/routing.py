@@ -8,12 +8,37 @@ text the RMR library reads from RMR_SEED_RT or receives in route-manager pushes 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from octoric.contracts import message_types as mt
 from octoric.contracts import ports
+
+# A host in a route table: a DNS name or an IPv4 address. Anything else could smuggle route
+# syntax ("|", ",", ";", a newline) from a REST body into every RMR peer's table.
+_HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9])?")
+
+
+def check_host(host: object, what: str = "host") -> str:
+    """``host`` if it is a DNS name or IPv4 address; ValueError naming ``what`` otherwise."""
+    if not isinstance(host, str) or not _HOST.fullmatch(host):
+        raise ValueError(f"{what} must be a host name or IPv4 address, got {str(host)[:80]!r}")
+    return host
+
+
+def check_endpoint(endpoint: object, what: str = "endpoint") -> str:
+    """``host:port`` with a valid host and a port in 1..65535; ValueError otherwise."""
+    if not isinstance(endpoint, str):
+        raise ValueError(f"{what} must be a 'host:port' string")
+    host, sep, port = endpoint.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(
+            f"{what} must be 'host:port' with a port in 1..65535, got {endpoint[:80]!r}"
+        )
+    check_host(host, what)
+    return endpoint
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from octoric.ric.routing import (
     SubscriptionRoute,
     XappRoutes,
     build_routes,
+    check_host,
     render,
 )
 from octoric.ric.sdl import Sdl
@@ -135,7 +136,8 @@ class Rtmgr:
             sub, port, host = int(b["subscription_id"]), int(b["port"]), str(b["address"])
             if not (0 <= sub <= 65535 and 0 < port < 65536 and host):
                 raise ValueError("out of range")
-        except (ValueError, KeyError, TypeError) as e:
+            check_host(host, "address")  # it goes into every route table
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError) as e:
             raise web.HTTPBadRequest(
                 text=json.dumps({"error": f"need address, port, subscription_id: {e}"}),
                 content_type="application/json",

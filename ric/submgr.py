@@ -41,6 +41,7 @@ from octoric.e2sm.e2ap_ies import (
 )
 from octoric.e2sm.errors import E2smError
 from octoric.ric.rmr_endpoint import RmrEndpoint, RmrMessage
+from octoric.ric.routing import check_host
 from octoric.ric.sdl import Sdl
 
 log = logging.getLogger("ric.submgr")
@@ -164,6 +165,10 @@ def parse_request(body: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     ce = body.get("ClientEndpoint")
     if not isinstance(ce, dict) or not isinstance(ce.get("Host"), str) or not ce["Host"]:
         raise BadRequest("ClientEndpoint.Host is required")
+    try:
+        check_host(ce["Host"], "ClientEndpoint.Host")  # it goes into route tables
+    except ValueError as e:
+        raise BadRequest(str(e)) from None
     http_port = _int_field(ce, "HTTPPort", 0, 65535, "ClientEndpoint.")
     rmr_port = _int_field(ce, "RMRPort", 1, 65535, "ClientEndpoint.")
     meid = body.get("Meid")
