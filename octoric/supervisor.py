@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,7 +70,9 @@ class ChildProcess:
     """A component that is a child process in its own session (so stop kills its whole group).
 
     With ``max_restarts`` > 0 a child that dies is started again (after ``backoff_s``), as a
-    Kubernetes deployment would restart a pod; the run fails only once the restarts are spent.
+    Kubernetes deployment would restart a pod. The budget is a rate: the run fails when a child
+    needs more than ``max_restarts`` restarts within ``restart_window_s``; a child that dies
+    now and then, hours apart, is restarted every time.
     """
 
     def __init__(
@@ -79,12 +82,15 @@ class ChildProcess:
         env: dict[str, str] | None = None,
         max_restarts: int = 0,
         backoff_s: float = 0.5,
+        restart_window_s: float = 60.0,
     ) -> None:
         self.name = name
         self.argv = list(argv)
         self.env = env
         self.max_restarts, self.backoff_s = max_restarts, backoff_s
-        self.restarts = 0
+        self.restart_window_s = restart_window_s
+        self.restarts = 0  # over the whole run (the report); the budget counts recent ones
+        self._recent: deque[float] = deque()
         self.proc: asyncio.subprocess.Process | None = None
         self._stopping = False
         self._gave_up: str | None = None
@@ -117,17 +123,22 @@ class ChildProcess:
             rc = await self.proc.wait()
             if self._stopping:
                 return
-            if self.restarts >= self.max_restarts:
-                self._gave_up = f"{self.name} exited with code {rc} (log: {self.log_path})"
+            now = time.monotonic()
+            while self._recent and now - self._recent[0] > self.restart_window_s:
+                self._recent.popleft()
+            if len(self._recent) >= self.max_restarts:
+                self._gave_up = (
+                    f"{self.name} exited with code {rc}, its {len(self._recent)} restart(s) in "
+                    f"{self.restart_window_s:g} s spent (log: {self.log_path})"
+                )
                 return
+            self._recent.append(now)
             self.restarts += 1
             log.warning(
-                "%s exited with code %s; restart %d of %d",
-                self.name,
-                rc,
+                "%s exited with code %s; restart %d of %d within %g s (%d in all)",
+                self.name, rc, len(self._recent), self.max_restarts, self.restart_window_s,
                 self.restarts,
-                self.max_restarts,
-            )
+            )  # fmt: skip
             await asyncio.sleep(self.backoff_s)
             if self._stopping:
                 return

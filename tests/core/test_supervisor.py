@@ -100,3 +100,33 @@ def test_child_is_restarted_until_restarts_are_spent(tmp_path: Path) -> None:
     )
     outcome = asyncio.run(Supervisor(_ctx(tmp_path, 30), [dead], stream=io.StringIO()).run())
     assert "dead exited with code 4" in outcome.reason and dead.restarts == 1
+
+
+def test_restart_budget_is_a_rate_not_a_lifetime_cap(tmp_path: Path) -> None:
+    """A child that dies now and then is restarted every time; one that dies faster than the
+    budget allows fails the run (issue #17: the budget was a lifetime cap)."""
+    # dies after 0.4 s, 5 times: 4 restarts, never 2 within any 0.3 s window
+    counter = tmp_path / "starts"
+    script = (
+        "import pathlib, sys, time\n"
+        f"p = pathlib.Path({str(counter)!r})\n"
+        "n = int(p.read_text()) + 1 if p.exists() else 1\n"
+        "p.write_text(str(n))\n"
+        "time.sleep(0.4)\n"
+        "sys.exit(1) if n <= 5 else time.sleep(60)\n"
+    )
+    slow = ChildProcess(
+        "slow", [sys.executable, "-c", script], max_restarts=1, backoff_s=0.05,
+        restart_window_s=0.3,
+    )  # fmt: skip
+    outcome = asyncio.run(Supervisor(_ctx(tmp_path, 6.0), [slow], stream=io.StringIO()).run())
+    assert outcome.ok, outcome.reason
+    assert slow.restarts == 5 and counter.read_text() == "6"
+
+    fast = ChildProcess(
+        "fast", [sys.executable, "-c", "import sys; sys.exit(5)"], max_restarts=2,
+        backoff_s=0.05, restart_window_s=30.0,
+    )  # fmt: skip
+    outcome = asyncio.run(Supervisor(_ctx(tmp_path, 30), [fast], stream=io.StringIO()).run())
+    assert not outcome.ok and "fast exited with code 5" in outcome.reason
+    assert "2 restart(s) in 30 s spent" in outcome.reason and fast.restarts == 2
