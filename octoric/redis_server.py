@@ -35,6 +35,29 @@ def ping(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
+def server_argv(binary: str, host: str, port: int, data_dir: Path, persist: bool) -> list[str]:
+    """A redis-server command line: loopback, no RDB snapshots; with ``persist`` an append-only
+    file fsynced on every write, so a restarted server (same ``data_dir``) has every key back."""
+    return [
+        binary,
+        "--bind", host,
+        "--port", str(port),
+        "--save", "",
+        "--appendonly", "yes" if persist else "no",
+        "--appendfsync", "always",
+        "--dir", str(data_dir),
+        "--logfile", str(data_dir / "redis.log"),
+        "--protected-mode", "no",
+    ]  # fmt: skip
+
+
+def redis_binary() -> str:
+    binary = shutil.which("redis-server")
+    if not binary:
+        raise OctoricError(f"redis-server not found; {INSTALL_HINT}")
+    return binary
+
+
 class RedisServer:
     """A private redis-server on loopback: no persistence, its own temp dir, killed on stop."""
 
@@ -56,16 +79,7 @@ class RedisServer:
             raise OctoricError(f"port {self.port} already has a Redis server; pick another port")
         self._dir = tempfile.TemporaryDirectory(prefix="octoric-redis-")
         log = Path(self._dir.name) / "redis.log"
-        args = [
-            self.binary,
-            "--bind", self.host,
-            "--port", str(self.port),
-            "--save", "",
-            "--appendonly", "no",
-            "--dir", self._dir.name,
-            "--logfile", str(log),
-            "--protected-mode", "no",
-        ]  # fmt: skip
+        args = server_argv(self.binary, self.host, self.port, Path(self._dir.name), persist=False)
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -20,8 +20,8 @@ from typing import Any
 from octoric import log as octolog
 from octoric.config import RunConfig
 from octoric.errors import OctoricError
-from octoric.redis_server import RedisServer, free_port, ping
-from octoric.supervisor import Component, RunContext, RunOutcome, Supervisor
+from octoric.redis_server import free_port, ping, redis_binary, server_argv
+from octoric.supervisor import ChildProcess, Component, RunContext, RunOutcome, Supervisor
 
 log = logging.getLogger("octoric.run")
 
@@ -30,12 +30,18 @@ ComponentFactory = Callable[[RunContext], list[Component]]
 
 
 class RedisComponent:
-    """The SDL: a private redis-server, or a check that an external one answers."""
+    """The SDL: a private redis-server, or a check that an external one answers.
+
+    The private server keeps an append-only file in ``<run_dir>/redis`` and runs as a supervised
+    child: if it dies, it is restarted on the same port and reloads every key, so the RIC and
+    the xApps lose no state (restart budget: ``REDIS_RESTARTS`` per minute).
+    """
 
     name = "redis"
+    REDIS_RESTARTS = 5
 
     def __init__(self) -> None:
-        self.server: RedisServer | None = None
+        self.child: ChildProcess | None = None
         self.host = "127.0.0.1"
         self.port = 0
         self.external = False
@@ -55,30 +61,44 @@ class RedisComponent:
                     f"a Redis server already listens on {cfg.host}:{port}; use it with "
                     f"--set redis.external=true, or pick a free port with --set redis.port=0"
                 )
-            self.server = await asyncio.to_thread(RedisServer(port, cfg.host).start)
+            data = ctx.run_dir / "redis"
+            data.mkdir(parents=True, exist_ok=True)
+            argv = server_argv(redis_binary(), cfg.host, port, data, persist=True)
+            self.child = ChildProcess("redis", argv, max_restarts=self.REDIS_RESTARTS)
+            await self.child.start(ctx)
             self.port = port
-            self.pid = self.server.proc.pid if self.server.proc else None
+            deadline = time.monotonic() + 10
+            while not await asyncio.to_thread(ping, cfg.host, port):
+                if (why := self.child.failed()) is not None or time.monotonic() > deadline:
+                    await self.child.stop()
+                    raise OctoricError(
+                        why
+                        or f"redis-server did not answer on {cfg.host}:{port} in 10 s "
+                        f"(log: {data / 'redis.log'})"
+                    )
+                await asyncio.sleep(0.02)
+            self.pid = self.child.proc.pid if self.child.proc else None
         ctx.redis_host, ctx.redis_port = self.host, self.port
 
     async def stop(self) -> None:
-        if self.server is not None:
-            await asyncio.to_thread(self.server.stop)
+        if self.child is not None:
+            await self.child.stop()
 
     def status(self) -> str:
-        up = self.server is None or (
-            self.server.proc is not None and self.server.proc.poll() is None
+        up = self.child is None or (
+            self.child.proc is not None and self.child.proc.returncode is None
         )
         return f"redis :{self.port} {'up' if up else 'down'}"
 
     def report(self) -> dict[str, Any]:
-        return {"host": self.host, "port": self.port, "external": self.external, "pid": self.pid}
+        rep = {"host": self.host, "port": self.port, "external": self.external, "pid": self.pid}
+        if self.child is not None:
+            rep["restarts"] = self.child.restarts
+            rep["pid"] = self.child.proc.pid if self.child.proc else self.pid
+        return rep
 
     def failed(self) -> str | None:
-        if self.server is not None and self.server.proc is not None:
-            rc = self.server.proc.poll()
-            if rc is not None:
-                return f"redis-server exited with code {rc}"
-        return None
+        return self.child.failed() if self.child is not None else None
 
 
 def _summary(outcome: RunOutcome, report_path: Path) -> str:

@@ -91,3 +91,48 @@ def test_external_redis_is_used_not_started(tmp_path: Path, redis_server: RedisS
         "pid": None,
     }
     assert ping(redis_server.host, redis_server.port)  # someone else's Redis is left running
+
+
+def test_killed_redis_comes_back_with_its_data(tmp_path: Path) -> None:
+    """The embedded Redis is persistent (AOF) and supervised: kill -9 mid-run, it is restarted
+    on the same port with every key, and the run goes on (issue #17: it used to end the run and
+    lose all state)."""
+    import asyncio
+    import io
+
+    import redis
+
+    from octoric.config import load
+    from octoric.runner import RedisComponent
+    from octoric.supervisor import RunContext, Supervisor
+
+    port = free_port()
+    ctx = RunContext(config=load(overrides=["duration=8", f"redis.port={port}"]), run_dir=tmp_path)
+    comp = RedisComponent()
+
+    async def scenario() -> tuple[bool, str]:
+        run = asyncio.create_task(Supervisor(ctx, [comp], stream=io.StringIO()).run())
+        deadline = time.monotonic() + 10
+        while not ping("127.0.0.1", port):
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        client = redis.Redis(host="127.0.0.1", port=port)
+        await asyncio.to_thread(client.set, "octoric.test", b"kept")
+        assert comp.child is not None and comp.child.proc is not None
+        first = comp.child.proc.pid
+        os.kill(first, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while (
+            comp.child.proc is None or comp.child.proc.pid == first or not ping("127.0.0.1", port)
+        ):
+            assert time.monotonic() < deadline, "redis was not restarted"
+            await asyncio.sleep(0.05)
+        value = await asyncio.to_thread(client.get, "octoric.test")
+        outcome = await run
+        return outcome.ok, (value or b"").decode()
+
+    ok, value = asyncio.run(scenario())
+    assert ok and value == "kept"
+    assert comp.child is not None and comp.child.restarts == 1
+    assert (tmp_path / "redis").is_dir()
+    assert not ping("127.0.0.1", port)  # stopped at the end of the run
