@@ -79,15 +79,20 @@ def test_failed_start_stops_what_started(tmp_path: Path) -> None:
     assert events == ["start a", "stop b", "stop a"]
 
 
-def test_child_is_restarted_until_restarts_are_spent(tmp_path: Path) -> None:
-    counter = tmp_path / "starts"
-    script = (
+def _counting(counter: Path, then: str) -> str:
+    """A child script that counts its starts in ``counter`` (``n``), then runs ``then``."""
+    return (
         "import pathlib, sys, time\n"
         f"p = pathlib.Path({str(counter)!r})\n"
         "n = int(p.read_text()) + 1 if p.exists() else 1\n"
         "p.write_text(str(n))\n"
-        "sys.exit(1) if n <= 2 else time.sleep(60)\n"
+        f"{then}\n"
     )
+
+
+def test_child_is_restarted_until_restarts_are_spent(tmp_path: Path) -> None:
+    counter = tmp_path / "starts"
+    script = _counting(counter, "sys.exit(1) if n <= 2 else time.sleep(60)")
     flaky = ChildProcess("flaky", [sys.executable, "-c", script], max_restarts=2, backoff_s=0.05)
     outcome = asyncio.run(Supervisor(_ctx(tmp_path, 2.0), [flaky], stream=io.StringIO()).run())
     assert outcome.ok, outcome.reason  # two crashes, two restarts, then it stayed up
@@ -107,14 +112,7 @@ def test_restart_budget_is_a_rate_not_a_lifetime_cap(tmp_path: Path) -> None:
     budget allows fails the run (issue #17: the budget was a lifetime cap)."""
     # dies after 0.4 s, 5 times: 4 restarts, never 2 within any 0.3 s window
     counter = tmp_path / "starts"
-    script = (
-        "import pathlib, sys, time\n"
-        f"p = pathlib.Path({str(counter)!r})\n"
-        "n = int(p.read_text()) + 1 if p.exists() else 1\n"
-        "p.write_text(str(n))\n"
-        "time.sleep(0.4)\n"
-        "sys.exit(1) if n <= 5 else time.sleep(60)\n"
-    )
+    script = _counting(counter, "time.sleep(0.4)\nsys.exit(1) if n <= 5 else time.sleep(60)")
     slow = ChildProcess(
         "slow", [sys.executable, "-c", script], max_restarts=1, backoff_s=0.05,
         restart_window_s=0.3,
