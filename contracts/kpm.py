@@ -2,7 +2,7 @@
 
 Measurement names are 3GPP TS 28.552's where it has one, ``OCC.*`` (vendor) where it has none.
 ``AGGREGATION`` says how a reporting granule of several slots summarises each one: the live E2
-agent and the offline OCC source both follow it (``octoric.sim.measurements.aggregate``).
+agent and the offline OCC source both follow it (``octoric.e2sm.granules.aggregate_granules``).
 """
 
 from __future__ import annotations

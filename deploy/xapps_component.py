@@ -3,9 +3,10 @@
 built from ``<run_dir>/ric.json``), restarted if it dies. Ports are chosen when the component
 is built, before anything starts, so the simulator learns the OCC xApp's real port.
 
-``XappComponent.status()`` is the live-summary fragment. For occ it polls the xApp's
-``/occ/v1/status`` once a second and shows the per-UE target rates
-("occ 8 UEs, ABW 12.3/8.1/... Mbit/s"); ``abw_by_ue()`` gives the same numbers keyed by
+``XappComponent.status()`` is the live-summary fragment, from the xApp's status endpoint
+polled once a second. For occ (``/occ/v1/status``) it shows the per-UE target rates
+("occ 8 UEs, ABW 12.3/8.1/... Mbit/s"); for handover (``/handover/v1/status``) the events
+("handover 12 starts/11 ends, 1 subs"). ``abw_by_ue()`` gives OCC's rates keyed by
 AMF-UE-NGAP-ID, so a summary can set them beside the simulator's true capacity per UE.
 ``report()`` holds the final per-UE state.
 """
@@ -48,6 +49,9 @@ class XappSpec:
 # Embedded defaults (contracts.ports).
 KNOWN: dict[str, XappSpec] = {
     "occ": XappSpec("occ", "octoric.xapps.occ", *ports.XAPP_PORTS["occ"], "/occ/v1/status"),
+    "handover": XappSpec(
+        "handover", "octoric.xapps.handover", *ports.XAPP_PORTS["handover"], "/handover/v1/status"
+    ),
 }
 
 
@@ -181,6 +185,13 @@ class XappComponent:
             return f"{self.spec.name} down"
         if not self.last_status:
             return f"{self.spec.name} starting"
+        if "ho_events" in self.last_status:  # the handover xApp
+            ev = self.last_status["ho_events"]
+            subs = self.last_status.get("subscriptions", [])
+            return (
+                f"{self.spec.name} {ev.get('start', 0)} starts/{ev.get('end', 0)} ends, "
+                f"{len(subs)} subs"
+            )
         abw = self.abw_by_ue()
         if not abw:
             subs = self.last_status.get("subscriptions", [])
@@ -202,7 +213,9 @@ class XappComponent:
             "rejected_indications": s.get("rejected_indications", {}),
             "ue_samples_per_s": s.get("ue_samples_per_s"),
             "latency_ms": s.get("latency_ms"),
-        }
+            **({"ho_events": s["ho_events"], "detector": s.get("detector", {})}
+               if "ho_events" in s else {}),
+        }  # fmt: skip
 
     def failed(self) -> str | None:
         return self.child.failed() if self.child else None

@@ -1,6 +1,8 @@
 """A specialised aligned-PER encoder for what a gNB sends at rate: the E2SM-KPM indication
 header (format 1, collection start time only), indication message format 3 (per-UE format-1
-reports, report styles 4/5) and the E2AP RICindication envelope around them.
+reports, report styles 4/5). The bits and length determinants are ``per``'s; the E2AP
+RICindication envelope around them is ``envelope.encode_ric_indication`` (re-exported here,
+where the simulator's agent takes it from).
 
 The generic codec (pycrate) needs ~20 ms for 8 UEs x 10 records; live reporting every 10 ms
 cannot afford that. This module writes the bits directly. It covers: UEID gNB-UEID
@@ -36,84 +38,14 @@ import numpy.typing as npt
 
 from octoric.e2sm import kpm
 from octoric.e2sm.common import UeId
-
-
-class Unsupported(ValueError):
-    """The value uses something this encoder does not write (use the generic codec)."""
-
-
-class _Writer:
-    """Bits into a bytearray; ``acc``/``n`` hold the bits of the unfinished octet."""
-
-    __slots__ = ("acc", "buf", "n")
-
-    def __init__(self) -> None:
-        self.buf = bytearray()
-        self.acc = 0
-        self.n = 0
-
-    def bits(self, v: int, n: int) -> None:
-        acc = (self.acc << n) | v
-        n += self.n
-        buf = self.buf
-        while n >= 8:
-            n -= 8
-            buf.append((acc >> n) & 0xFF)
-        self.acc = acc & ((1 << n) - 1)
-        self.n = n
-
-    def align(self) -> None:
-        if self.n:
-            self.buf.append((self.acc << (8 - self.n)) & 0xFF)
-            self.acc = 0
-            self.n = 0
-
-    def octets(self, b: bytes) -> None:
-        """Aligned octets (aligns first)."""
-        if self.n:
-            self.align()
-        self.buf += b
-
-    def length(self, n: int) -> None:
-        """An aligned unconstrained length determinant below 16K (no fragments)."""
-        if self.n:
-            self.align()
-        if n < 128:
-            self.buf.append(n)
-        elif n < 16384:
-            self.buf.append(0x80 | (n >> 8))
-            self.buf.append(n & 0xFF)
-        else:
-            raise Unsupported("a length of 16K or more inside a record")
-
-    def done(self) -> bytes:
-        self.align()
-        return bytes(self.buf)
+from octoric.e2sm.envelope import encode_ric_indication as encode_ric_indication
+from octoric.e2sm.per import BitWriter as _Writer
+from octoric.e2sm.per import Unsupported as Unsupported
+from octoric.e2sm.per import length_prefixed
 
 
 def _uint_octets(v: int) -> bytes:
     return v.to_bytes(max(1, (v.bit_length() + 7) >> 3), "big")
-
-
-def length_prefixed(content: bytes) -> bytes:
-    """Aligned length determinant + ``content``, with X.691 16K fragmentation: what an open
-    type or an unconstrained OCTET STRING is on the wire."""
-    n = len(content)
-    if n < 128:
-        return bytes((n,)) + content
-    if n < 16384:
-        return bytes((0x80 | (n >> 8), n & 0xFF)) + content
-    parts = []
-    pos = 0
-    while n - pos >= 16384:
-        m = min(4, (n - pos) // 16384)
-        parts.append(bytes((0xC0 | m,)))
-        parts.append(content[pos : pos + m * 16384])
-        pos += m * 16384
-    rest = n - pos
-    parts.append(bytes((rest,)) if rest < 128 else bytes((0x80 | (rest >> 8), rest & 0xFF)))
-    parts.append(content[pos:])
-    return b"".join(parts)
 
 
 # --- REAL (X.690 binary, base 2, odd mantissa: what kpm.real_to_asn gives) ---------------
@@ -428,43 +360,3 @@ def record_value(x: float) -> kpm.MeasValue:
     if x.is_integer() and 0.0 <= x <= 4294967295.0:
         return int(x)
     return x
-
-
-# --- the E2AP RICindication envelope -------------------------------------------------------
-
-
-def encode_ric_indication(
-    requestor_id: int,
-    instance_id: int,
-    ran_function_id: int,
-    action_id: int,
-    header: bytes,
-    message: bytes,
-    sn: int | None = None,
-    insert: bool = False,
-) -> bytes:
-    """``e2ap.encode_e2ap(RicIndication(...))`` (IE order and criticalities as the generic
-    codec writes them; no call process ID)."""
-    if not (0 <= requestor_id <= 65535 and 0 <= instance_id <= 65535):
-        raise Unsupported("RIC request ID")
-    if not 0 <= ran_function_id <= 4095 or not 0 <= action_id <= 255:
-        raise Unsupported("RAN function / action ID")
-    ies = [
-        (29, b"\x00" + requestor_id.to_bytes(2, "big") + instance_id.to_bytes(2, "big")),
-        (5, ran_function_id.to_bytes(2, "big")),
-        (15, bytes((action_id,))),
-    ]
-    if sn is not None:
-        if not 0 <= sn <= 65535:
-            raise Unsupported("RICindicationSN")
-        ies.append((27, sn.to_bytes(2, "big")))
-    ies.append((28, b"\x40" if insert else b"\x00"))
-    ies.append((25, length_prefixed(header)))
-    ies.append((26, length_prefixed(message)))
-    parts = [b"\x00", len(ies).to_bytes(2, "big")]
-    for ie_id, v in ies:
-        parts.append(ie_id.to_bytes(2, "big") + b"\x00")  # criticality reject
-        parts.append(length_prefixed(v))
-    body = b"".join(parts)
-    # initiatingMessage, procedure 5, criticality ignore
-    return b"\x00\x05\x40" + length_prefixed(body)

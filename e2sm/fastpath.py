@@ -10,6 +10,9 @@ tests/e2sm/test_indication.py checks that on random messages.
 
 Bounds: the same input length limit as the generic codec; every read is bounds-checked (an
 out-of-range read falls back to the generic decoder, which then reports the error).
+
+The bits and length determinants are ``per``'s. The RIC indication envelope is read by
+``envelope.decode_ric_indication``, re-exported here because the xApps import it from here.
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ import math
 
 import numpy as np
 
-from octoric.e2sm import codec, e2ap
+from octoric.e2sm import codec
 from octoric.e2sm.common import Guami, UeId
+from octoric.e2sm.envelope import decode_ric_indication as decode_ric_indication
 from octoric.e2sm.errors import E2smDecodeError
 from octoric.e2sm.kpm_series import GenericDecoder, UeSeries
+from octoric.e2sm.per import BitReader
 
 _PRINTABLE = frozenset(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 '()+,-./:=?"
@@ -30,78 +35,6 @@ _PRINTABLE = frozenset(
 
 class _Fallback(Exception):
     """The message uses something the fast path does not handle."""
-
-
-class _Reader:
-    __slots__ = ("data", "nbits", "pos")
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-        self.nbits = len(data) * 8
-
-    def bits(self, n: int) -> int:
-        p = self.pos
-        end = p + n
-        if end > self.nbits:
-            raise _Fallback
-        b0 = p >> 3
-        b1 = (end + 7) >> 3
-        v = int.from_bytes(self.data[b0:b1], "big") >> ((b1 << 3) - end)
-        self.pos = end
-        return v & ((1 << n) - 1)
-
-    def align(self) -> None:
-        self.pos = (self.pos + 7) & ~7
-
-    def octets(self, n: int) -> bytes:
-        self.pos = (self.pos + 7) & ~7
-        b = self.pos >> 3
-        if b + n > len(self.data):
-            raise _Fallback
-        self.pos += n << 3
-        return self.data[b : b + n]
-
-    def uint(self, nbytes: int) -> int:
-        return int.from_bytes(self.octets(nbytes), "big")
-
-    def length(self) -> int:
-        """Unconstrained length determinant (aligned); fragments are not handled here."""
-        self.pos = (self.pos + 7) & ~7
-        b = self.pos >> 3
-        if b >= len(self.data):
-            raise _Fallback
-        first = self.data[b]
-        if first < 0x80:
-            self.pos += 8
-            return first
-        if first < 0xC0:
-            if b + 1 >= len(self.data):
-                raise _Fallback
-            self.pos += 16
-            return ((first & 0x3F) << 8) | self.data[b + 1]
-        raise _Fallback  # fragmented
-
-
-def _open_type_content(r: _Reader) -> bytes:
-    """The bytes of an open type (handles fragmentation: the Format 3 payload often is >16K)."""
-    chunks = []
-    while True:
-        r.align()
-        b = r.pos >> 3
-        if b >= len(r.data):
-            raise _Fallback
-        first = r.data[b]
-        if first >= 0xC0:
-            m = first & 0x3F
-            if not 1 <= m <= 4:
-                raise _Fallback
-            r.pos += 8
-            chunks.append(r.octets(m * 16384))
-            continue
-        n = r.length()
-        chunks.append(r.octets(n))
-        return b"".join(chunks)
 
 
 def _real(content: bytes) -> float:
@@ -168,31 +101,31 @@ class FastFormat3Decoder:
     # -- the format ----------------------------------------------------------------------
 
     def _decode(self, data: bytes) -> list[UeSeries]:
-        r = _Reader(data)
+        r = BitReader(data)
         # E2SM-KPM-IndicationMessage: ext bit 0; CHOICE ext bit 1 + normally-small index 0
         if r.bits(9) != 0b0_1_0_000000:
             raise _Fallback
-        content = _open_type_content(r)
-        if (r.pos + 7) >> 3 != len(data):
+        content = r.length_prefixed()
+        if not r.at_end():
             raise _Fallback  # trailing bytes: let the generic decoder report them
-        c = _Reader(content)
+        c = BitReader(content)
         if c.bits(1):  # Format3 extension
             raise _Fallback
         c.align()
         n_ue = c.bits(16) + 1
         out = [self._ue_report(c) for _ in range(n_ue)]
-        if (c.pos + 7) >> 3 != len(content):
+        if not c.at_end():
             raise _Fallback  # the open type holds more than the value: the generic path decides
         return out
 
-    def _ue_report(self, r: _Reader) -> UeSeries:
+    def _ue_report(self, r: BitReader) -> UeSeries:
         if r.bits(1):  # UEMeasurementReportItem extension
             raise _Fallback
         ue = self._ueid(r)
         metrics, values, gp = self._format1(r)
         return UeSeries(ue, metrics, values, gp)
 
-    def _ueid(self, r: _Reader) -> UeId:
+    def _ueid(self, r: BitReader) -> UeId:
         head = r.bits(4)  # CHOICE ext bit + 3-bit index
         if head == 0b0000:  # gNB-UEID
             ext = r.bits(1)
@@ -227,7 +160,7 @@ class FastFormat3Decoder:
             return UeId("gNB-DU-UEID", f1ap_ids=(fid,), ran_ueid=ran_ueid)
         raise _Fallback
 
-    def _format1(self, r: _Reader) -> tuple[list[str], np.ndarray, int | None]:
+    def _format1(self, r: BitReader) -> tuple[list[str], np.ndarray, int | None]:
         head = r.bits(3)  # ext bit, measInfoList present, granulPeriod present
         if head & 0b100:
             raise _Fallback
@@ -278,7 +211,7 @@ class FastFormat3Decoder:
                     pos += 3
                 elif kind >= 4:  # extension alternative: notSatisfied is index 0
                     r.pos = pos + 1
-                    if r.bits(7) != 0 or _open_type_content(r) != b"\x00":
+                    if r.bits(7) != 0 or r.length_prefixed() != b"\x00":
                         raise _Fallback  # NULL in an open type is exactly one zero octet
                     pos = r.pos
                 else:
@@ -300,7 +233,7 @@ class FastFormat3Decoder:
             arr[:k, g] = row[:k]
         return metrics, arr, gp
 
-    def _meas_info(self, r: _Reader) -> list[str]:
+    def _meas_info(self, r: BitReader) -> list[str]:
         r.align()
         n = r.bits(16) + 1
         names = []
@@ -335,93 +268,3 @@ class FastFormat3Decoder:
                 raise _Fallback
             names.append(name)
         return names
-
-
-# --- the E2AP envelope of a RIC indication ---------------------------------------------------
-
-_CRITICALITY = ("reject", "ignore", "notify")
-
-
-def _octet_string(content: bytes) -> bytes:
-    """An unconstrained OCTET STRING that fills an open type exactly."""
-    r = _Reader(content)
-    value = _open_type_content(r)  # same length / fragment scheme as an open type
-    if (r.pos + 7) >> 3 != len(content):
-        raise _Fallback
-    return value
-
-
-def _fixed_uint(content: bytes, nbytes: int, limit: int) -> int:
-    if len(content) != nbytes:
-        raise _Fallback
-    v = int.from_bytes(content, "big")
-    if v > limit:
-        raise _Fallback
-    return v
-
-
-def _fast_ric_indication(data: bytes) -> e2ap.RicIndication:
-    r = _Reader(data)
-    if r.bits(3) != 0:  # E2AP-PDU: ext bit, initiatingMessage
-        raise _Fallback
-    if r.octets(1)[0] != e2ap.PROC_RIC_INDICATION:
-        raise _Fallback
-    crit = r.bits(2)
-    if crit > 2:
-        raise _Fallback
-    content = _open_type_content(r)
-    if (r.pos + 7) >> 3 != len(data):
-        raise _Fallback
-    c = _Reader(content)
-    if c.bits(1):  # RICindication extension
-        raise _Fallback
-    n = c.uint(2)
-    found: dict[int, bytes] = {}
-    order: list[tuple[int, str]] = []
-    for _ in range(n):
-        ie_id = c.uint(2)
-        ie_crit = c.bits(2)
-        if ie_crit > 2:
-            raise _Fallback
-        value = _open_type_content(c)
-        if ie_id not in found:
-            found[ie_id] = value
-            order.append((ie_id, _CRITICALITY[ie_crit]))
-    if (c.pos + 7) >> 3 != len(content):
-        raise _Fallback
-    for mandatory in (29, 5, 15, 28, 25, 26):
-        if mandatory not in found:
-            raise _Fallback
-    rid = found[29]
-    if len(rid) != 5 or rid[0] != 0:  # RICrequestID: ext bit 0 + padding, 2 x 2 octets
-        raise _Fallback
-    ind_type = found[28]
-    if len(ind_type) != 1 or ind_type[0] & 0xBF:  # ext bit 0, one value bit, zero padding
-        raise _Fallback
-    msg = e2ap.RicIndication(
-        e2ap.RicRequestId(int.from_bytes(rid[1:3], "big"), int.from_bytes(rid[3:5], "big")),
-        _fixed_uint(found[5], 2, 4095),
-        _fixed_uint(found[15], 1, 255),
-        _octet_string(found[25]),
-        _octet_string(found[26]),
-        "insert" if ind_type[0] & 0x40 else "report",
-        _fixed_uint(found[27], 2, 65535) if 27 in found else None,
-        _octet_string(found[20]) if 20 in found else None,
-    )
-    msg.wire = e2ap.WireDetails(_CRITICALITY[crit], tuple(order))
-    return msg
-
-
-def decode_ric_indication(data: bytes) -> e2ap.RicIndication:
-    """``e2ap.decode_e2ap`` for RIC indications, reading the E2AP envelope directly (the
-    xApps' hot path). Anything unusual goes to the generic decoder, which also reports
-    errors; a PDU that is not a RIC indication raises ``E2smDecodeError``."""
-    if isinstance(data, bytes | bytearray) and len(data) <= codec.MAX_PDU_BYTES:
-        try:
-            return _fast_ric_indication(bytes(data))
-        except (_Fallback, IndexError, ValueError):
-            pass
-    msg = e2ap.decode_e2ap(data)
-    if not isinstance(msg, e2ap.RicIndication):
-        raise E2smDecodeError("E2AP-PDU", f"expected a RICindication, got {type(msg).__name__}")
-    return msg

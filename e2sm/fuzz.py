@@ -26,8 +26,9 @@ from octoric.contracts import kpm as K
 from octoric.contracts import ports
 from octoric.e2sm import codec, e2ap, jsonconv, kpm, rc
 from octoric.e2sm.common import Guami, UeId, ntp_timestamp
+from octoric.e2sm.envelope import decode_ric_indication
 from octoric.e2sm.errors import E2smDecodeError
-from octoric.e2sm.fastpath import FastFormat3Decoder, decode_ric_indication
+from octoric.e2sm.fastpath import FastFormat3Decoder
 
 Decoder = Callable[[bytes], Any]
 
@@ -177,7 +178,7 @@ def decoders() -> dict[str, tuple[str, Decoder]]:
         out[f"rc:{rcls.__name__}"] = (rcls.ASN_TYPE, functools.partial(rc.decode_rc, rcls))
     fast = FastFormat3Decoder()
     out["fastpath:Format3"] = ("E2SM-KPM-IndicationMessage", fast.decode_message)
-    out["fastpath:RICindication"] = ("E2AP-PDU", decode_ric_indication)
+    out["envelope:RICindication"] = ("E2AP-PDU", decode_ric_indication)
     return out
 
 

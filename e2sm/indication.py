@@ -15,8 +15,9 @@ import numpy as np
 
 from octoric.e2sm import codec
 from octoric.e2sm.common import ntp_to_unix
+from octoric.e2sm.envelope import decode_ric_indication
 from octoric.e2sm.errors import E2smDecodeError
-from octoric.e2sm.fastpath import FastFormat3Decoder, decode_ric_indication
+from octoric.e2sm.fastpath import FastFormat3Decoder
 from octoric.e2sm.kpm_series import FloatArray as FloatArray
 from octoric.e2sm.kpm_series import GenericDecoder as GenericDecoder
 from octoric.e2sm.kpm_series import IndicationDecoder as IndicationDecoder
@@ -108,6 +109,6 @@ def parse_ric_indication(
     pdu: bytes, decoder: IndicationDecoder | None = None, granularity_ms: int | None = None
 ) -> tuple[RicIndication, KpmColumns]:
     """(RicIndication, columns) of an E2AP RIC indication PDU carrying KPM (the xApp hot path:
-    the E2AP envelope is read by ``fastpath.decode_ric_indication``)."""
+    the E2AP envelope is read by ``envelope.decode_ric_indication``)."""
     ind = decode_ric_indication(pdu)
     return ind, parse_indication(ind.header, ind.message, decoder, granularity_ms)

@@ -2,8 +2,10 @@
 in-process ``AbwSource``: the offline clock's way of running the xApp's code unchanged.
 
 Each ``KpmReport`` (per-slot rows) becomes one ``ingest`` batch of 1 ms granules, with the
-cell-level columns (idle PRBs, active UEs) taken from each UE's serving cell; handover
-starts and ends reach ``on_handover`` with the same modelled E2 delay as the reports.
+cell-level columns (idle PRBs, active UEs) taken from each UE's serving cell and every
+measurement aggregated as the live E2 agent does (``e2sm.granules.aggregate_granules``,
+``contracts.kpm.AGGREGATION``); handover starts and ends reach ``on_handover`` with the same
+modelled E2 delay as the reports.
 """
 
 from __future__ import annotations
@@ -13,7 +15,18 @@ from typing import Any
 import numpy as np
 
 from octoric.contracts import kpm as K
+from octoric.e2sm.granules import aggregate_granules
 from octoric.sim.measurements import AbwSource, KpmReport, register_abw_source
+
+# what the engine reads (``octoric.xapps.occ.metrics.REQUIRED``), in this column order
+_NAMES = (
+    K.PRB_USED_DL,
+    K.PRB_AVAIL_DL,
+    K.ACTIVE_UES_DL,
+    K.BITS_PER_PRB_DL,
+    K.DL_BUFFER_BYTES,
+    K.DL_ARRIVED_BYTES,
+)
 
 
 class OccEngineAbw(AbwSource):
@@ -49,34 +62,20 @@ class OccEngineAbw(AbwSource):
         n = report.n_slots - report.n_slots % k
         if n == 0:
             return
-        g = n // k
         cells = report.ue_cell[:n]
         safe = np.where(cells >= 0, cells, 0)
         rows = np.arange(n)[:, None]
         attached = cells >= 0
-        idle = np.where(attached, report.prb_avail_dl[rows, safe], 0)
-        active = np.where(attached, report.active_ues_dl[rows, safe], 0)
-
-        def per_ms(a: np.ndarray, how: str) -> np.ndarray:
-            b = a[:n].reshape(g, k, -1).astype(np.float64)
-            if how == "mean":
-                out = b.mean(axis=1)
-            elif how == "sum":
-                out = b.sum(axis=1)
-            elif how == "max":
-                out = b.max(axis=1)
-            else:  # last
-                out = b[:, -1, :]
-            return np.ascontiguousarray(out.T)  # (n_ue, n_granule)
-
-        metrics = {
-            K.PRB_USED_DL: per_ms(report.prb_used_dl, "mean"),
-            K.PRB_AVAIL_DL: per_ms(idle, "mean"),
-            K.ACTIVE_UES_DL: per_ms(active, "max"),
-            K.BITS_PER_PRB_DL: per_ms(report.bits_per_prb_dl, "last"),
-            K.DL_BUFFER_BYTES: per_ms(report.dl_buffer_bytes, "last"),
-            K.DL_ARRIVED_BYTES: per_ms(report.dl_arrived_bytes, "sum"),
-        }
+        # (slots, UEs, measurement): cell-level columns from each UE's serving cell
+        m = np.empty((n, len(report.ue_ids), len(_NAMES)))
+        m[:, :, 0] = report.prb_used_dl[:n]
+        m[:, :, 1] = np.where(attached, report.prb_avail_dl[rows, safe], 0)
+        m[:, :, 2] = np.where(attached, report.active_ues_dl[rows, safe], 0)
+        m[:, :, 3] = report.bits_per_prb_dl[:n]
+        m[:, :, 4] = report.dl_buffer_bytes[:n]
+        m[:, :, 5] = report.dl_arrived_bytes[:n]
+        g = aggregate_granules(m, k, _NAMES)  # (granules, UEs, measurement)
+        metrics = {name: np.ascontiguousarray(g[:, :, i].T) for i, name in enumerate(_NAMES)}
         t0_ms = report.start_slot * report.slot_us // 1000
         batch = self.engine.ingest(np.asarray(report.ue_ids, dtype=np.int64), t0_ms, metrics)
         for i, ue in enumerate(batch.ue_ids.tolist()):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from octoric import __version__
+from octoric.native import rmr_candidates, rmr_library
 
 REPO = Path(__file__).resolve().parent.parent
 Status = Literal["ok", "warn", "fail"]
@@ -66,17 +67,14 @@ def check_redis() -> Check:
     return Check("redis", "ok", _version_of([path, "--version"]) or path)
 
 
-def lib_path() -> Path:
-    return Path(os.environ.get("OCTORIC_LIB_DIR", REPO / "build" / "lib")) / "librmr_si.so"
-
-
 def check_librmr() -> Check:
-    path = lib_path()
-    if not path.exists():
+    path = rmr_library()
+    if path is None:
+        tried = ", ".join(str(p) for p in rmr_candidates())
         return Check(
             "librmr",
             "fail",
-            f"{path} not built",
+            f"librmr_si.so not found (tried {tried})",
             "`make setup` builds it (needs cargo: rustup or `apt-get install cargo`)",
         )
     try:

@@ -27,7 +27,7 @@ RECEIVER = """
 import ctypes, json, sys, time
 import octoric.rmr  # noqa: F401
 from ricxappframe.rmr import rmr
-from octoric.ric import e2ap_envelope as env
+from octoric.e2sm import envelope as env
 port, seconds = int(sys.argv[1]), float(sys.argv[2])
 ctx = rmr.rmr_init(str(port).encode(), 65536, 0)
 last, lost, dup, n = {}, 0, 0, 0
@@ -97,7 +97,7 @@ def _indication_pdu(instance: int) -> tuple[bytes, int]:
 
 def _baseline_decode_us(pdu: bytes, repeats: int) -> tuple[float, float]:
     from octoric.e2sm import e2ap
-    from octoric.ric import e2ap_envelope as env
+    from octoric.e2sm import envelope as env
 
     def per_call(fn: object, n: int) -> float:
         t = time.perf_counter()
@@ -243,9 +243,9 @@ async def _blast(node: object, sub: object, period: float, seconds: float) -> No
     assert node.conn is not None
     while True:
         t_next += period
-        buf[off : off + 2] = (sub.next_sn % 65536).to_bytes(2, "big")
+        buf[off : off + 2] = (sub.sn % 65536).to_bytes(2, "big")
         await node.conn.send(bytes(buf))
-        sub.next_sn += 1
+        sub.sn += 1
         node.stats.indications += 1
         await asyncio.sleep(max(0.0, t_next - time.monotonic()))
 

@@ -6,7 +6,7 @@
   E2setupFailure + TimeToWait.
 - Hot path: RIC indications are relayed as RIC_INDICATION with sub_id = the subscription's
   RIC instance ID (its E2EventInstanceId) and meid = the node, after reading only the E2AP
-  envelope (``e2ap_envelope``), not the E2SM payload.
+  envelope (``octoric.e2sm.envelope``), not the E2SM payload.
 - Subscription (delete) requests from submgr go to the node named by the RMR meid; answers go
   back to submgr. RIC control requests from xApps go to the node, and the node's ACK/FAILURE is
   returned to the very xApp that asked (RMR return-to-sender on the held request).
@@ -28,10 +28,10 @@ from redis.exceptions import RedisError
 from octoric.contracts import message_types as mt
 from octoric.contracts import ports
 from octoric.e2sm import e2ap
+from octoric.e2sm import envelope as env
 from octoric.e2sm.e2ap_ies import Cause, E2NodeComponentConfigAck, GlobalRicId, RanFunctionIdItem
 from octoric.e2sm.errors import E2smError
 from octoric.e2sm.transport import E2Connection, E2Server, E2TransportError, Transport
-from octoric.ric import e2ap_envelope as env
 from octoric.ric import nodes
 from octoric.ric.rmr_endpoint import RmrEndpoint, RmrMessage
 from octoric.ric.sdl import Sdl

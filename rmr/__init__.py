@@ -21,9 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from octoric.errors import OctoricError
-
-LIB_NAME = "librmr_si.so"
-_REPO = Path(__file__).resolve().parents[1]
+from octoric.native import LIB_NAME, rmr_candidates, rmr_library
 
 
 class RmrLibraryError(OctoricError):
@@ -31,24 +29,15 @@ class RmrLibraryError(OctoricError):
 
 
 def candidate_paths() -> list[Path]:
-    """Where the library is looked for, in order."""
-    out: list[Path] = []
-    explicit = os.environ.get("OCTORIC_RMR_LIB")
-    if explicit:
-        out.append(Path(explicit))
-    libdir = os.environ.get("OCTORIC_LIB_DIR")
-    if libdir:
-        out.append(Path(libdir) / LIB_NAME)
-    out.append(_REPO / "build" / "lib" / LIB_NAME)
-    out.append(Path(__file__).resolve().parent / LIB_NAME)
-    return out
+    """Where the library is looked for, in order (``octoric.native``)."""
+    return rmr_candidates()
 
 
 def lib_path() -> Path:
     """The library file that :func:`load` would use."""
-    for p in candidate_paths():
-        if p.is_file():
-            return p
+    found = rmr_library()
+    if found is not None:
+        return found
     tried = ", ".join(str(p) for p in candidate_paths())
     raise RmrLibraryError(f"{LIB_NAME} not found (tried {tried}); run `make native`")
 

@@ -76,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from octoric.sim.ratecontrol import SCHEMES
+    from octoric.sim.cc import SCHEMES
 
     print("scenarios:", ", ".join(BUILTIN), "(or a YAML file; see docs/sim.md)")
     print("schemes:  ", ", ".join(sorted(SCHEMES)))

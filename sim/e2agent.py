@@ -10,7 +10,8 @@ the RIC's e2term over the E2 transport (SCTP or octoric's TCP framing).
 - RC REPORT style 4 (UE information) at handover starts and ends (a ``MobilitySink``).
 - RC CONTROL style 1, action 100 (Octopus content adaptation) configures the UE's dropper.
 - Subscription delete, reset; reconnects with exponential backoff (0.1 s .. 5 s) and forgets
-  its subscriptions (the RIC's submgr re-subscribes, as with a real gNB).
+  its subscriptions (the RIC's submgr re-subscribes, as with a real gNB): the E2 node session
+  shared with the scripted test node (``octoric.e2sm.node_session.E2NodeSession``).
 
 Everything runs in the live driver's asyncio loop: the engine calls ``on_report`` and
 ``on_mobility`` synchronously from ``run_until``; encoded PDUs go to a bounded send queue
@@ -34,16 +35,10 @@ from octoric.contracts import kpm as K
 from octoric.contracts import rc as R
 from octoric.e2sm import e2ap, fastenc, kpm, rc
 from octoric.e2sm.common import Guami, UeId, ntp_timestamp
-from octoric.e2sm.e2ap_ies import (
-    Cause,
-    E2NodeComponentConfig,
-    E2NodeComponentId,
-    GlobalE2NodeId,
-    RanFunction,
-    RicActionNotAdmitted,
-    RicRequestId,
-)
+from octoric.e2sm.e2ap_ies import Cause, GlobalE2NodeId, RanFunction, RicActionNotAdmitted
 from octoric.e2sm.errors import E2smError
+from octoric.e2sm.granules import aggregate_granules
+from octoric.e2sm.node_session import E2NodeSession, E2Subscription, SessionStats
 from octoric.sim.dropper import DropperConfig, OctopusDropper
 from octoric.sim.engine import Engine, MobilityEvent
 from octoric.sim.measurements import KpmReport
@@ -61,11 +56,6 @@ MEASUREMENTS: tuple[str, ...] = kpm.OCC_MEASUREMENTS + kpm.OCC_OPTIONAL_MEASUREM
 _COL = {name: i for i, name in enumerate(MEASUREMENTS)}
 _UE_LEVEL = (K.PRB_USED_DL, K.MCS_DL, K.BITS_PER_PRB_DL, K.DL_BUFFER_BYTES,
              K.DL_ARRIVED_BYTES, K.UE_THP_DL)  # fmt: skip
-# how a granule of several slots aggregates each measurement (contracts.kpm.AGGREGATION)
-_AGG_MEAN = [_COL[n] for n in MEASUREMENTS if K.AGGREGATION[n] == K.MEAN]
-_AGG_LAST = [_COL[n] for n in MEASUREMENTS if K.AGGREGATION[n] == K.LAST]
-_AGG_SUM = [_COL[n] for n in MEASUREMENTS if K.AGGREGATION[n] == K.SUM]
-_AGG_MAX = [_COL[n] for n in MEASUREMENTS if K.AGGREGATION[n] == K.MAX]
 
 # RC REPORT style 4 (UE information) parameters the agent reports (contracts.rc, docs/sim.md)
 RC_REPORT_PARAMS = tuple(R.REPORT_PARAMS.items())
@@ -74,7 +64,6 @@ OCTOPUS_DRB_ID = 1  # the RTC flows of a simulated UE ride DRB 1
 _CAUSE_UNSUPPORTED = Cause("ricRequest", "action-not-supported")
 _CAUSE_BAD_FUNCTION = Cause("ricRequest", "ran-function-id-invalid")
 _CAUSE_BAD_TRIGGER = Cause("ricRequest", "eventTriggerNotSupported")
-_CAUSE_UNKNOWN_ID = Cause("ricRequest", "request-id-unknown")
 _CAUSE_BAD_CONTROL = Cause("ricRequest", "control-message-invalid")
 _CAUSE_CONTROL_FAILED = Cause("ricRequest", "control-failed-to-execute")
 
@@ -121,14 +110,11 @@ class KpmAction:
 
 
 @dataclass
-class Subscription:
-    request_id: RicRequestId
-    ran_function_id: int
+class Subscription(E2Subscription):
     period_slots: int = 0
     kpm_actions: list[KpmAction] = field(default_factory=list)
     rc_action_id: int | None = None
     rc_condition_id: int = 1
-    sn: int = 0
     # KPM: the slots collected since the last indication
     # (start slot, values, serving cells, cell columns) per engine report
     pending: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
@@ -136,27 +122,23 @@ class Subscription:
 
 
 @dataclass
-class AgentStats:
-    connects: int = 0
-    setups: int = 0
-    setup_failures: int = 0
-    subscriptions: int = 0
-    deletions: int = 0
-    indications: int = 0
+class AgentStats(SessionStats):
     kpm_indications: int = 0
     rc_indications: int = 0
     controls_applied: int = 0
     controls_failed: int = 0
-    bad_pdus: int = 0
     send_queue_drops: int = 0
     encode_fallbacks: int = 0
     encode_seconds: float = 0.0  # time spent encoding KPM indications
 
 
-class E2Agent:
-    """The E2 node of gNB ``gnb`` of ``engine``."""
+class E2Agent(E2NodeSession[Subscription, AgentStats]):
+    """The E2 node of gNB ``gnb`` of ``engine``. The E2 session (connect, setup, receive loop,
+    subscription bookkeeping, reconnect) is ``E2NodeSession``'s; this class admits KPM / RC
+    subscriptions, reports, applies controls and sends through a bounded queue."""
 
     SEND_QUEUE = 2000  # PDUs; beyond it the oldest indication is dropped (and counted)
+    BACKOFF_MAX_S = 5.0
 
     def __init__(
         self,
@@ -172,10 +154,17 @@ class E2Agent:
     ) -> None:
         self.engine = engine
         self.gnb = gnb
-        self.host, self.port, self.transport = host, port, transport
         self.plmn, self.guami = plmn, guami
         self.gnb_id = GNB_ID_BASE + gnb if gnb_id is None else gnb_id
-        self.node_id = GlobalE2NodeId(plmn, self.gnb_id, GNB_ID_BITS)
+        super().__init__(
+            host,
+            port,
+            transport,  # type: ignore[arg-type]
+            GlobalE2NodeId(plmn, self.gnb_id, GNB_ID_BITS),
+            [kpm_ran_function(), rc_ran_function()],
+            AgentStats(),
+            name=f"gNB {gnb}",
+        )
         self.slot_to_unix = slot_to_unix or (lambda s: s * engine.slot_us / 1e6)
         self.cells = [c.idx for c in engine.cells if c.gnb == gnb]
         self._gnb_of_cell = np.array([c.gnb for c in engine.cells] + [-1], dtype=np.int32)
@@ -183,25 +172,11 @@ class E2Agent:
         self.cell_nci = {
             c.idx: nr_cell_identity(self.gnb_id, c.cell_id) for c in engine.cells if c.gnb == gnb
         }
-        self.subs: dict[tuple[int, int], Subscription] = {}
-        self.stats = AgentStats()
-        self.connected = False
-        self.setup_done = asyncio.Event()
-        self.conn: Any = None
         self._queue: asyncio.Queue[bytes] = asyncio.Queue()
-        self._task: asyncio.Task[None] | None = None
         self._sender: asyncio.Task[None] | None = None
-        self._transaction = 0
-        self.ran_functions = [kpm_ran_function(), rc_ran_function()]
         self._ue_ids: dict[tuple[int, int], UeId] = {}
 
     # --- identity -----------------------------------------------------------------------
-
-    @property
-    def meid(self) -> str:
-        from octoric.e2sm.node_id import meid_of
-
-        return meid_of(self.node_id)
 
     def ue_id(self, ue: int) -> UeId:
         u = self.engine.ues[ue]
@@ -217,54 +192,21 @@ class E2Agent:
                 return u.idx
         return None
 
-    # --- lifecycle ----------------------------------------------------------------------
+    # --- the session's sending: a sender task per connection drains a bounded queue ------
 
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name=f"e2agent-{self.gnb}")
+    async def _session_started(self) -> None:
+        self._sender = asyncio.create_task(self._send_loop())
 
-    async def stop(self) -> None:
-        for t in (self._task, self._sender):
-            if t is not None:
-                t.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await t
-        self._drop()
+    async def _session_ended(self) -> None:
+        if self._sender is not None:
+            self._sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._sender
+            self._sender = None
 
-    def _drop(self) -> None:
-        self.subs.clear()
-        self.connected = False
-        self.setup_done.clear()
+    def _on_drop(self) -> None:
         while not self._queue.empty():
             self._queue.get_nowait()
-        if self.conn is not None:
-            with contextlib.suppress(Exception):
-                self.conn.close()
-            self.conn = None
-
-    async def _run(self) -> None:
-        from octoric.e2sm.transport import connect
-
-        backoff = 0.1
-        while True:
-            try:
-                self.conn = await connect(self.host, self.port, self.transport)  # type: ignore[arg-type]
-                self.stats.connects += 1
-                self.connected = True
-                backoff = 0.1
-                log.info("gNB %d connected to %s:%d", self.gnb, self.host, self.port)
-                await self._session()
-            except (OSError, EOFError, ConnectionError) as e:
-                log.info("gNB %d E2 connection ended: %s", self.gnb, e)
-            except Exception as e:  # transport errors of any kind: reconnect, never die
-                log.warning("gNB %d E2 session failed: %s", self.gnb, e)
-            if self._sender is not None:
-                self._sender.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await self._sender
-                self._sender = None
-            self._drop()
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, 5.0)
 
     async def _send_loop(self) -> None:
         while True:
@@ -281,67 +223,17 @@ class E2Agent:
             return
         self._queue.put_nowait(pdu)
 
+    async def send_pdu(self, pdu: bytes) -> None:
+        self._enqueue(pdu)
+
     def _send(self, msg: e2ap.E2apMessage) -> None:
         self._enqueue(e2ap.encode_e2ap(msg))
 
-    def _setup_request(self) -> e2ap.E2SetupRequest:
-        self._transaction = (self._transaction + 1) % 256
-        comps = [
-            E2NodeComponentConfig("ng", E2NodeComponentId("ng", name="amf1"), b"\x00", b"\x00")
-        ]
-        return e2ap.E2SetupRequest(self._transaction, self.node_id, self.ran_functions, comps)
+    async def on_subscription_request(self, msg: e2ap.RicSubscriptionRequest) -> None:
+        self._subscribe(msg)
 
-    async def _session(self) -> None:
-        conn = self.conn
-        assert conn is not None
-        self._sender = asyncio.create_task(self._send_loop())
-        self._send(self._setup_request())
-        while True:
-            pdu = await conn.recv()
-            try:
-                msg = e2ap.decode_e2ap(pdu)
-            except E2smError as e:
-                self.stats.bad_pdus += 1
-                log.warning("gNB %d got an undecodable PDU: %s", self.gnb, e)
-                continue
-            try:
-                await self._handle(msg)
-            except E2smError as e:
-                self.stats.bad_pdus += 1
-                log.warning("gNB %d: bad %s: %s", self.gnb, type(msg).__name__, e)
-
-    async def _handle(self, msg: e2ap.E2apMessage) -> None:
-        if isinstance(msg, e2ap.E2SetupResponse):
-            self.stats.setups += 1
-            if msg.rejected:
-                log.warning("gNB %d: RIC rejected RAN functions %s", self.gnb, msg.rejected)
-            self.setup_done.set()
-        elif isinstance(msg, e2ap.E2SetupFailure):
-            self.stats.setup_failures += 1
-            wait = {"v1s": 1, "v2s": 2, "v5s": 5, "v10s": 10, "v20s": 20, "v60s": 60}
-            await asyncio.sleep(wait.get(msg.time_to_wait or "", 1))
-            self._send(self._setup_request())
-        elif isinstance(msg, e2ap.RicSubscriptionRequest):
-            self._subscribe(msg)
-        elif isinstance(msg, e2ap.RicSubscriptionDeleteRequest):
-            key = (msg.request_id.requestor_id, msg.request_id.instance_id)
-            if self.subs.pop(key, None) is None:
-                self._send(
-                    e2ap.RicSubscriptionDeleteFailure(
-                        msg.request_id, msg.ran_function_id, _CAUSE_UNKNOWN_ID
-                    )
-                )
-            else:
-                self.stats.deletions += 1
-                self._send(e2ap.RicSubscriptionDeleteResponse(msg.request_id, msg.ran_function_id))
-        elif isinstance(msg, e2ap.RicControlRequest):
-            self._control(msg)
-        elif isinstance(msg, e2ap.ResetRequest):
-            self.subs.clear()
-            self._send(e2ap.ResetResponse(msg.transaction_id))
-        elif isinstance(msg, e2ap.ErrorIndication):
-            self.stats.bad_pdus += 1
-            log.warning("gNB %d got an error indication: %s", self.gnb, msg.cause)
+    async def on_control(self, msg: e2ap.RicControlRequest) -> None:
+        self._control(msg)
 
     # --- subscriptions ------------------------------------------------------------------
 
@@ -399,8 +291,7 @@ class E2Agent:
             cause = rejected[0].cause if rejected else _CAUSE_UNSUPPORTED
             self._send(e2ap.RicSubscriptionFailure(rid, rf, cause))
             return
-        self.subs[(rid.requestor_id, rid.instance_id)] = sub
-        self.stats.subscriptions += 1
+        self._add_subscription(sub)
         self._send(
             e2ap.RicSubscriptionResponse(rid, rf, admitted=admitted, not_admitted=rejected or None)
         )
@@ -513,33 +404,13 @@ class E2Agent:
         self, sub: Subscription, action_id: int, header: bytes, message: bytes
     ) -> None:
         """One RICindication of ``sub``, numbered by its own sequence (RICindicationSN)."""
-        self._enqueue(
-            fastenc.encode_ric_indication(
-                sub.request_id.requestor_id, sub.request_id.instance_id,
-                sub.ran_function_id, action_id, header, message, sub.sn % 65536,
-            ),
-            droppable=True,
-        )  # fmt: skip
-        sub.sn += 1
-        self.stats.indications += 1
+        self._enqueue(self.indication_pdu(sub, action_id, header, message), droppable=True)
 
     def _granules(self, act: KpmAction, vals: np.ndarray) -> np.ndarray:
-        """(slots, UEs, all measurements) -> (granules, UEs, all measurements)."""
+        """(slots, UEs, all measurements) -> (granules, UEs, all measurements), by the one
+        aggregation the offline OCC source uses too (``e2sm.granules.aggregate_granules``)."""
         g = act.granularity_ms * 1000 // self.engine.slot_us
-        if g <= 1:
-            return vals
-        n = vals.shape[0] // g
-        v = vals[: n * g].reshape(n, g, *vals.shape[1:])
-        out = np.full((n, *vals.shape[1:]), np.nan)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN granules stay NaN
-            out[..., _AGG_MEAN] = np.nanmean(v[..., _AGG_MEAN], axis=1)
-            out[..., _AGG_LAST] = v[:, -1][..., _AGG_LAST]
-            s = v[..., _AGG_SUM]
-            any_ok = ~np.isnan(s).all(axis=1)
-            out[..., _AGG_SUM] = np.where(any_ok, np.nansum(s, axis=1), np.nan)
-            out[..., _AGG_MAX] = np.nanmax(v[..., _AGG_MAX], axis=1)
-        return out
+        return aggregate_granules(vals, g, MEASUREMENTS)
 
     def _kpm_message(
         self,

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from octoric.sim.cc import RateController, SchemeContext, build_scheme
 from octoric.sim.channels import (
     Channel,
     ChannelContext,
@@ -48,7 +49,6 @@ from octoric.sim.measurements import (
 from octoric.sim.mobility import HandoverEvent, handover_schedule
 from octoric.sim.packets import Packet
 from octoric.sim.ran import Cell, CellConfig, TddPattern, UeRadio
-from octoric.sim.ratecontrol import RateController, SchemeContext, build_scheme
 from octoric.sim.receiver import VideoReceiver
 from octoric.sim.rlc import DlQueue
 from octoric.sim.scenario import ChannelSpec, FlowSpec, Scenario

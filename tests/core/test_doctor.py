@@ -39,9 +39,17 @@ def test_redis_check_finds_debian_redis() -> None:
 def test_librmr_check_reports_missing_library(
     monkeypatch: pytest.MonkeyPatch, tmp_path: object
 ) -> None:
+    from pathlib import Path
+
+    from octoric import native
+
+    # nothing at any place of the search order: env, the tree's build/lib, the package
+    monkeypatch.delenv("OCTORIC_RMR_LIB", raising=False)
     monkeypatch.setenv("OCTORIC_LIB_DIR", str(tmp_path))
+    monkeypatch.setattr(native, "_PACKAGE", Path(str(tmp_path)) / "octoric")
     c = doctor.check_librmr()
     assert c.status == "fail" and "make setup" in c.fix
+    assert str(Path(str(tmp_path)) / "octoric" / "rmr" / "librmr_si.so") in c.detail
 
 
 def test_json_output_and_exit_code() -> None:

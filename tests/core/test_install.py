@@ -4,9 +4,10 @@ Builds octoric from a copy of the working tree into a fresh venv with only the r
 dependencies of pyproject.toml, pinned by requirements.lock (``-c``), then imports every module
 under ``octoric``. Test helpers (pytest, hypothesis) must not be needed, nor installed.
 
-Needs the package index (PyPI) the first time; pip's cache makes later runs quick. The native
-library comes from this tree's ``build/lib`` (``OCTORIC_RMR_LIB``): putting it in the wheel is
-issue #16's packaging work.
+Needs the package index (PyPI) the first time; pip's cache makes later runs quick. The wheel is
+built with this tree's ``build/lib/librmr_si.so`` (``OCTORIC_RMR_LIB`` at build time, so the test
+need not compile the crate again); after that the installed package finds the library inside
+itself, which ``octoric doctor`` confirms (issue #16, done-when 4).
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ import importlib, json, pkgutil, sys
 import octoric
 names, failed = [], {}
 for m in pkgutil.walk_packages(octoric.__path__, "octoric."):
-    if m.name.endswith("__main__"):
-        continue  # running it would start a program
+    if m.name.endswith("__main__") or m.name == "octoric.rmr.librmr_si":
+        continue  # a program, and the native RMR library (a C library, not a Python module)
     names.append(m.name)
     try:
         importlib.import_module(m.name)
@@ -67,12 +68,14 @@ def test_production_install_imports_every_module(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
     pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    build_env = {**os.environ, "OCTORIC_RMR_LIB": str(LIB)}
     r = subprocess.run(
         [*pip, str(src), "-c", str(REPO / "requirements.lock")],
-        capture_output=True, text=True, timeout=900,
+        capture_output=True, text=True, timeout=900, env=build_env,
     )  # fmt: skip
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    env = {**os.environ, "OCTORIC_RMR_LIB": str(LIB), "PYTHONPATH": ""}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OCTORIC_")}
+    env["PYTHONPATH"] = ""
     r = subprocess.run(
         [str(py), "-c", IMPORT_ALL], cwd=tmp_path, env=env,
         capture_output=True, text=True, timeout=600,
@@ -88,3 +91,11 @@ def test_production_install_imports_every_module(tmp_path: Path) -> None:
                  "octoric.deploy.embedded", "octoric.rmr"):  # fmt: skip
         assert must in mods, f"{must} is not in the installed package"
     assert not any(m.startswith("octoric.testing") for m in mods)
+    # the native library travels inside the package and the installed doctor finds it there
+    r = subprocess.run(
+        [str(venv / "bin" / "octoric"), "doctor", "--json"], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    checks = {c["name"]: c for c in __import__("json").loads(r.stdout)}
+    assert checks["librmr"]["status"] == "ok", checks["librmr"]
+    assert str(venv) in checks["librmr"]["detail"], checks["librmr"]

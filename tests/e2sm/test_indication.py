@@ -12,8 +12,9 @@ from testkit import strategies as S
 
 from octoric.e2sm import e2ap, indication, kpm
 from octoric.e2sm.common import Guami, UeId, ntp_timestamp
+from octoric.e2sm.envelope import decode_ric_indication
 from octoric.e2sm.errors import E2smDecodeError
-from octoric.e2sm.fastpath import FastFormat3Decoder, decode_ric_indication
+from octoric.e2sm.fastpath import FastFormat3Decoder
 
 pytestmark = pytest.mark.unit
 GUAMI = Guami(b"\x00\xf1\x10", 2, 1, 1)

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from octoric.sim.channels.traces import read_mahimahi
 from octoric.sim.runner import run_offline
 from octoric.sim.scenario import ChannelSpec, FlowSpec, RanSpec, Scenario, UeSpec
-from octoric.sim.traces import read_mahimahi
 
 pytestmark = pytest.mark.unit
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from octoric.cli import main
+from octoric.sim.channels.traces import read_cqi_csv, read_mahimahi
 from octoric.sim.cli import ric_endpoint
 from octoric.sim.errors import ScenarioError, TraceError
 from octoric.sim.scenario import load
-from octoric.sim.traces import read_cqi_csv, read_mahimahi
 
 pytestmark = pytest.mark.unit
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from octoric.sim.cc import SCHEMES, RateController, SchemeContext, register_scheme
 from octoric.sim.engine import Engine
 from octoric.sim.measurements import AbwSource, KpmReport
-from octoric.sim.ratecontrol import SCHEMES, RateController, SchemeContext, register_scheme
 from octoric.sim.runner import run_offline
 from octoric.sim.scenario import ChannelSpec, FlowSpec, RanSpec, Scenario, UeSpec, load
 
@@ -138,8 +138,8 @@ def test_cqi_trace_from_the_5g_dataset(shared_dir: Path) -> None:
     import zipfile
 
     z = shared_dir / "traces" / "5g-raca" / "5G-production-dataset.zip"
+    from octoric.sim.channels.traces import read_cqi_csv
     from octoric.sim.errors import TraceError
-    from octoric.sim.traces import read_cqi_csv
 
     with zipfile.ZipFile(z) as zf:
         names = [n for n in zf.namelist() if n.endswith(".csv") and "Driving" in n]

@@ -140,7 +140,9 @@ class SubmgrClient:
         self.url = (url or submgr_url()).rstrip("/")
         self.timeout_s = timeout_s
 
-    def _call(self, method: str, url: str, body: Any = None) -> tuple[int, Any]:
+    def _call(
+        self, method: str, url: str, body: Any = None, timeout_s: float | None = None
+    ) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(url, data=data, method=method)
         if data is not None:
@@ -149,7 +151,7 @@ class SubmgrClient:
         # pointed at appmgr-lite for ricxappframe's registration)
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         try:
-            with opener.open(req, timeout=self.timeout_s) as r:
+            with opener.open(req, timeout=timeout_s or self.timeout_s) as r:
                 raw = r.read()
                 return r.status, json.loads(raw) if raw else None
         except urllib.error.HTTPError as e:
@@ -168,9 +170,9 @@ class SubmgrClient:
             raise SubmgrError(f"submgr refused the subscription to {req.meid}: {status} {body}")
         return str(body["SubscriptionId"])
 
-    def delete(self, subscription_id: str) -> bool:
+    def delete(self, subscription_id: str, timeout_s: float | None = None) -> bool:
         """DELETE; True if submgr removed it, False if it did not know it."""
-        status, body = self._call("DELETE", f"{self.url}/{subscription_id}")
+        status, body = self._call("DELETE", f"{self.url}/{subscription_id}", None, timeout_s)
         if status in (200, 204):
             return True
         if status == 404:

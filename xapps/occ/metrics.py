@@ -97,30 +97,3 @@ def build_block(
             bad.tolist(),
         )
     return block
-
-
-def granules_from_slots(
-    slot_metrics: Mapping[str, npt.NDArray[Any]], slots_per_granule: int
-) -> dict[str, FloatArray]:
-    """Fold per-slot columns (n_ue, n_slot) into 1 ms granules (n_ue, n_slot / k) the way a
-    gNB reports them: PRB counts averaged per slot, R_mcs and the buffer from the granule's
-    last slot, arrivals summed, N_user the most seen in any slot. For slot-level sources
-    (the simulator at 30 kHz SCS: ``slots_per_granule=2``, with ``dl_slots_per_ms=2``)."""
-    k = int(slots_per_granule)
-    out: dict[str, FloatArray] = {}
-    for name, a in slot_metrics.items():
-        arr = np.asarray(a, dtype=np.float64)
-        if k < 1 or arr.ndim != 2 or arr.shape[1] % k:
-            raise OccInputError(
-                "granularity", f"{name}: {arr.shape} slots do not fold into granules of {k}"
-            )
-        r = arr.reshape(arr.shape[0], arr.shape[1] // k, k)
-        if name in (BITS_PER_PRB, BUFFER_BYTES):
-            out[name] = r[:, :, -1].copy()
-        elif name == ARRIVED_BYTES:
-            out[name] = r.sum(axis=2)
-        elif name == ACTIVE_UES:
-            out[name] = r.max(axis=2)
-        else:
-            out[name] = r.mean(axis=2)
-    return out

@@ -6,15 +6,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from octoric.xapps.base.identity import guami_str
+
 FLOW, UE, CKPT, SUB = "flow.", "ue.", "ckpt.", "sub."
-
-
-def guami_str(g: Any) -> str | None:
-    """``<PLMN hex>:<AMF region>:<AMF set>:<AMF pointer>`` of an ``e2sm.common.Guami``, e.g.
-    ``00f110:1:1:0``."""
-    if g is None:
-        return None
-    return f"{g.plmn.hex()}:{g.amf_region_id}:{g.amf_set_id}:{g.amf_pointer}"
+__all__ = ["CKPT", "FLOW", "SUB", "UE", "UeRecord", "guami_str"]
 
 
 @dataclass

@@ -1,13 +1,13 @@
 """The OCC xApp: KPM indications in, per-UE available bandwidth out.
 
-- discovers E2 nodes in the R-NIB and subscribes each to KPM report style 4 (every UE,
-  granularity 1 ms, reporting period ``reporting_period_ms``) through submgr's REST API,
-  and, where the node offers E2SM-RC, to RC REPORT style 4 (handover phases); the KPM
-  measurements are the configured ones plus OCC.PrbTotalDl (the carrier's PRBs, the engine's
-  P_total) when the node's KPM RAN function definition lists it;
+- subscribes every KPM node to report style 4 (every UE, granularity 1 ms, reporting period
+  ``reporting_period_ms``) through the shared per-node manager (``base.node_subscriptions``:
+  R-NIB discovery, submgr REST, resubscription); the measurements are the configured ones
+  plus OCC.PrbTotalDl (the carrier's PRBs, the engine's P_total) when the node's KPM RAN
+  function definition lists it;
 - per KPM RIC_INDICATION (12050): columns -> ``OccEngine.ingest`` -> one OCTORIC_ABW_REPORT
   (30500) with every UE of the indication, and feedback datagrams to registered flows;
-- RC RIC_INDICATIONs and OCTORIC_HO_EVENT (30501) -> ``OccEngine.on_handover``;
+- OCTORIC_HO_EVENT (30501, from the handover xApp) -> ``OccEngine.on_handover``;
 - REST on the HTTP port: ``/occ/v1/flows`` (register / list / delete senders),
   ``/occ/v1/ues``, ``/occ/v1/status``, ``/metrics``, health, submgr's subscription responses;
 - SDL ``octoric.occ`` (see ``persist``): flows, UE records and engine checkpoints, so a
@@ -23,27 +23,23 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections import Counter, deque
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from typing import Any
 
 from octoric.contracts import message_types as mt
 from octoric.contracts.ho_event import HoEventError, parse_ho_event
-from octoric.e2sm import kpm, rc
-from octoric.e2sm.e2ap import RicIndication
+from octoric.e2sm import kpm
 from octoric.xapps.base.config import controls_of, typed_controls
-from octoric.xapps.base.errors import RestError, SubmgrError
+from octoric.xapps.base.discovery import E2Node
+from octoric.xapps.base.errors import RestError
 from octoric.xapps.base.http import Request, Response
 from octoric.xapps.base.metrics import Quantiles, RateMeter, StatsCollector
+from octoric.xapps.base.node_subscriptions import NodeSub, NodeSubscriptions, Wanted
 from octoric.xapps.base.sdl import SdlStore
 from octoric.xapps.base.shell import RmrMessage, XappShell
-from octoric.xapps.base.subscription import (
-    SubmgrClient,
-    SubscriptionRequest,
-    SubscriptionResponse,
-)
-from octoric.xapps.occ import messages, persist, rc_input
+from octoric.xapps.base.subscription import SubmgrClient, SubscriptionRequest
+from octoric.xapps.occ import messages, persist
 from octoric.xapps.occ.batch import AbwBatch
 from octoric.xapps.occ.engine import OccEngine
 from octoric.xapps.occ.errors import OccInputError
@@ -63,18 +59,7 @@ from octoric.xapps.occ.xapp_config import OccXappConfig
 log = logging.getLogger("xapps.occ")
 RIC_INDICATION = mt.RIC_INDICATION
 NAME = "occ"
-
-
-@dataclass
-class NodeSub:
-    meid: str
-    kind: str  # "kpm" (measurements) or "rc" (RC REPORT style 4: handovers)
-    subscription_id: str
-    state: str  # requesting | active | failed
-    since: float  # monotonic
-    e2_instance_id: int | None = None
-    error: str = ""
-    measurements: tuple[str, ...] = ()  # KPM: what was asked for
+KPM = "kpm"  # the one kind of subscription OCC holds per node
 
 
 class OccXapp:
@@ -90,15 +75,16 @@ class OccXapp:
     ) -> None:
         self.shell = XappShell(NAME, rmr_port, http_port, host, sdl)
         self.sdl = self.shell.sdl
-        self.submgr = submgr or SubmgrClient()
         self.cfg = OccXappConfig()
         self.engine = OccEngine(self.cfg.occ_config())
         self.fp = persist.fingerprint(self.engine.config)
         self.feedback = feedback or FeedbackSender()
         self.resumed = resumed  # what resume_feedback read before this object existed
         self.latest: dict[int, UeRecord] = {}
-        self.subs: dict[str, NodeSub] = {}
         self.counters: Counter[str] = Counter()
+        self.node_subs = NodeSubscriptions(
+            self.shell, self._wants, submgr, self.counters, sdl_prefix=persist.SUB
+        )
         self.rejected: Counter[str] = Counter()  # indications by reason
         self.dropped_rows: Counter[str] = Counter()  # UE rows by reason
         self.ho_errors: Counter[str] = Counter()
@@ -107,15 +93,14 @@ class OccXapp:
         self.rate = RateMeter()
         self.restored = {"flows": 0, "ues": 0, "checkpoints": 0}
         self.started_at = time.time()
-        self._lock = threading.Lock()  # latest, subs
+        self._lock = threading.Lock()  # latest
         self._dirty: set[int] = set()
         self._ckpt_out: dict[str, bytes] = {}
         self._sdl_delete: set[str] = set()
         self._last_ckpt = time.monotonic()
-        self._resubscribe = False
         self._stop = threading.Event()
         self.shell.on_config = self.apply_config
-        self.shell.on_subscription_response = self.on_subscription_response
+        self.shell.on_subscription_response = self.node_subs.on_response
         self._routes()
         self.shell.registry.register(StatsCollector("octoric_occ", self._stats, _LABELS, _HELP))
 
@@ -134,11 +119,12 @@ class OccXapp:
             self.counters["engine_resets"] += 1
         self.cfg = new
         self.feedback.set_policy(new.feedback_min_change, new.feedback_max_interval_ms / 1000.0)
+        self.node_subs.configure(new.nodes, new.discovery_period_s, new.subscription_timeout_s)
         if self.counters["config_loads"] and (
             (old.reporting_period_ms, old.measurements)
             != (new.reporting_period_ms, new.measurements)
         ):
-            self._resubscribe = True
+            self.node_subs.resubscribe_all()
         self.counters["config_loads"] += 1
         log.info("configuration applied: %s", asdict(new))
 
@@ -153,16 +139,20 @@ class OccXapp:
             self.feedback.start_timer(self._stop)
         self._warm_up()
         threading.Thread(target=self._sdl_writer, name="sdl-writer", daemon=True).start()
-        threading.Thread(target=self._discovery, name="discovery", daemon=True).start()
+        threading.Thread(
+            target=self.node_subs.run, args=(self._stop,), name="discovery", daemon=True
+        ).start()
         self.shell.start_rmr(
             {RIC_INDICATION: self.on_indication, messages.HO_EVENT: self.on_ho_event}
         )
         log.info("occ xApp up: RMR %d, HTTP %d", self.shell.rmr_port, self.shell.http_port)
 
     def stop(self) -> None:
-        """Flush the state to the SDL (RMRXapp's own stop takes ~15 s; the process exits)."""
+        """Flush the state to the SDL, delete the subscriptions (RMRXapp's own stop takes
+        ~15 s; the process exits)."""
         self._stop.set()
         self._flush()
+        self.node_subs.stop()
         if self.shell.xapp is not None:  # so the route manager drops our routes now
             try:
                 self.shell.xapp.deregister()
@@ -217,11 +207,7 @@ class OccXapp:
         t_start = time.perf_counter()
         self.counters["indications"] += 1
         try:
-            ind = decode_indication(msg.payload)
-            if ind.ran_function_id == rc.RAN_FUNCTION_ID:
-                self._on_rc(ind, msg.meid)
-                return
-            inp = engine_input(ind, self.cfg.granularity_ms)
+            inp = engine_input(decode_indication(msg.payload), self.cfg.granularity_ms)
         except IndicationError as e:
             self._reject(e.reason, str(e), msg.meid)
             return
@@ -304,20 +290,6 @@ class OccXapp:
         self.counters[f"ho_{ev.event}"] += 1
         self._handover(ev.ue, ev.event == "start", ev.t_ms)
 
-    def _on_rc(self, ind: RicIndication, meid: str) -> None:
-        """RC REPORT style 4 from a node: handover starts and ends."""
-        try:
-            events, skipped = rc_input.handovers(ind)
-        except rc_input.RcInputError as e:
-            self._reject(f"rc_{e.reason}", str(e), meid)
-            return
-        self.counters["rc_indications"] += 1
-        if skipped:
-            self.counters["rc_entries_without_handover"] += skipped
-        for ev in events:
-            self.counters["rc_ho_start" if ev.start else "rc_ho_end"] += 1
-            self._handover(ev.ue, ev.start, None)
-
     def _handover(self, ue: int, start: bool, t_ms: int | None) -> None:
         self.engine.on_handover(ue, start, t_ms)
         latest = self.engine.latest(ue)
@@ -376,18 +348,18 @@ class OccXapp:
         while not self._stop.wait(self.cfg.state_period_ms / 1000.0):
             self._flush()
 
-    # --- subscriptions ----------------------------------------------------------------------------
-    def _clear_stale_subscriptions(self) -> None:
-        """Subscriptions a previous run of this xApp left behind: delete them at submgr."""
-        for key, d in self.sdl.find_json(persist.SUB).items():
-            sid = d.get("subscription_id") if isinstance(d, dict) else None
-            if isinstance(sid, str):
-                try:
-                    self.submgr.delete(sid)
-                    self.counters["stale_subscriptions_deleted"] += 1
-                except SubmgrError as e:
-                    log.warning("could not delete stale subscription %s: %s", sid, e)
-            self.sdl.delete(key)
+    # --- subscriptions (the shared per-node manager) ---------------------------------------------
+    @property
+    def subs(self) -> dict[str, NodeSub]:
+        return self.node_subs.subs
+
+    @property
+    def submgr(self) -> SubmgrClient:
+        return self.node_subs.submgr
+
+    @submgr.setter
+    def submgr(self, client: SubmgrClient) -> None:
+        self.node_subs.submgr = client
 
     def kpm_measurements(self, offered: tuple[str, ...] = ()) -> tuple[str, ...]:
         """What to subscribe a node to: the configured measurements, plus the optional ones
@@ -400,144 +372,26 @@ class OccXapp:
         )
         return self.cfg.measurements + extra
 
-    def subscription_request(
-        self, meid: str, sid: str, kind: str = "kpm", measurements: tuple[str, ...] | None = None
-    ) -> SubscriptionRequest:
-        """The submgr request; KPM with ``measurements`` (default: the configured ones)."""
-        if kind == "rc":
-            ranf, trigger, action = (
-                rc.RAN_FUNCTION_ID,
-                rc_input.event_trigger(),
-                rc_input.action_definition(),
-            )
-        else:
-            ranf = kpm.RAN_FUNCTION_ID
-            trigger = kpm.encode_kpm(kpm.KpmEventTrigger(self.cfg.reporting_period_ms))
-            meas = self.cfg.measurements if measurements is None else measurements
-            action = kpm.encode_kpm(
-                kpm.action_definition_style4(meas, granularity_ms=self.cfg.granularity_ms)
-            )
-        return SubscriptionRequest(
-            meid, ranf, trigger, action, self.shell.host,
-            self.shell.http_port, self.shell.rmr_port, xapp_event_instance_id=1,
-            subscription_id=sid,
-        )  # fmt: skip
-
-    def subscribe(self, meid: str, kind: str = "kpm", offered: tuple[str, ...] = ()) -> None:
-        """Ask submgr for a ``kind`` subscription to ``meid``; ``offered``: the KPM measurement
-        names the node offers (see ``kpm_measurements``)."""
-        sid = f"occ-{kind}-{uuid.uuid4().hex[:12]}"  # ours: the response cannot outrun our record
-        meas = self.kpm_measurements(offered) if kind == "kpm" else ()
-        sub = NodeSub(meid, kind, sid, "requesting", time.monotonic(), measurements=meas)
-        key = f"{kind}.{meid}"
-        with self._lock:
-            self.subs[key] = sub
-        self.sdl.set_json(
-            f"{persist.SUB}{key}", {"subscription_id": sid, "meid": meid, "kind": kind}
+    def kpm_wanted(self, measurements: tuple[str, ...] | None = None) -> Wanted:
+        """The KPM style-4 subscription with ``measurements`` (default: the configured ones)."""
+        meas = self.cfg.measurements if measurements is None else measurements
+        trigger = kpm.encode_kpm(kpm.KpmEventTrigger(self.cfg.reporting_period_ms))
+        action = kpm.encode_kpm(
+            kpm.action_definition_style4(meas, granularity_ms=self.cfg.granularity_ms)
         )
-        try:
-            self.submgr.subscribe(self.subscription_request(meid, sid, kind, meas or None))
-            self.counters["subscriptions_requested"] += 1
-            if extra := meas[len(self.cfg.measurements) :]:
-                log.info("KPM subscription to %s with the node's %s", meid, ", ".join(extra))
-        except SubmgrError as e:
-            sub.state, sub.error = "failed", str(e)
-            self.counters["subscription_errors"] += 1
-            log.warning("%s subscription to %s failed: %s", kind, meid, e)
+        return Wanted(KPM, kpm.RAN_FUNCTION_ID, trigger, action, meas)
 
-    def unsubscribe(self, key: str) -> None:
-        with self._lock:
-            sub = self.subs.pop(key, None)
-        if sub is None:
-            return
-        try:
-            self.submgr.delete(sub.subscription_id)
-        except SubmgrError as e:
-            log.warning("could not delete subscription %s: %s", sub.subscription_id, e)
-        self.sdl.delete(f"{persist.SUB}{key}")
+    def subscription_request(
+        self, meid: str, sid: str, measurements: tuple[str, ...] | None = None
+    ) -> SubscriptionRequest:
+        """The submgr request for a KPM subscription of ``meid``."""
+        return self.node_subs.request(meid, sid, self.kpm_wanted(measurements))
 
-    def on_subscription_response(self, resp: SubscriptionResponse) -> None:
-        with self._lock:
-            sub = next(
-                (s for s in self.subs.values() if s.subscription_id == resp.subscription_id), None
-            )
-        if sub is None:
-            self.counters["unknown_subscription_responses"] += 1
-            raise RestError(404, "unknown_subscription", f"no subscription {resp.subscription_id}")
-        inst = resp.instances[0] if resp.instances else None
-        if inst is not None and inst.ok:
-            sub.state, sub.e2_instance_id, sub.error = "active", inst.e2_event_instance_id, ""
-            self.counters["subscriptions_active"] += 1
-            self.sdl.set_json(
-                f"{persist.SUB}{sub.kind}.{sub.meid}",
-                {"subscription_id": sub.subscription_id, "meid": sub.meid, "kind": sub.kind,
-                 "e2_instance_id": inst.e2_event_instance_id},
-            )  # fmt: skip
-        else:
-            sub.state = "failed"
-            sub.error = inst.error_cause if inst else "no subscription instance in the response"
-            self.counters["subscription_errors"] += 1
-            log.warning("%s subscription to %s failed: %s", sub.kind, sub.meid, sub.error)
-
-    def _discovery(self) -> None:
-        try:
-            self._clear_stale_subscriptions()
-        except Exception as e:  # SDL or submgr down: carry on, nodes are subscribed anyway
-            log.warning("clearing stale subscriptions failed: %s", e)
-        while not self._stop.is_set():
-            try:
-                self._discover_once()
-            except Exception as e:  # keep discovering whatever one round hit
-                self.counters["discovery_errors"] += 1
-                log.warning("node discovery failed: %s", e)
-            self._stop.wait(self.cfg.discovery_period_s)
-
-    def _discover_once(self) -> None:
-        if self.shell.xapp is None:
-            return
-        if self._resubscribe:
-            self._resubscribe = False
-            for key in list(self.subs):
-                self.unsubscribe(key)
-        now = time.monotonic()
-        for node in self.shell.rnib_nodes():
-            if self.cfg.nodes and node.meid not in self.cfg.nodes:
-                continue
-            if not node.connected:
-                continue
-            kinds = []
-            if node.has_function(kpm.OID, kpm.RAN_FUNCTION_ID):
-                kinds.append("kpm")
-            if self.cfg.rc_handover_reports and node.has_function(rc.OID):
-                kinds.append("rc")
-            offered = node.kpm_measurements(self.cfg.report_style)
-            for kind in kinds:
-                key = f"{kind}.{node.meid}"
-                sub = self.subs.get(key)
-                retry = sub is not None and (
-                    (sub.state == "failed" and now - sub.since > 2 * self.cfg.discovery_period_s)
-                    or (
-                        sub.state == "requesting"
-                        and now - sub.since > self.cfg.subscription_timeout_s
-                    )
-                )
-                # the node set up again with other measurements: ask for what it offers now
-                changed = (
-                    sub is not None
-                    and kind == "kpm"
-                    and sub.measurements != self.kpm_measurements(offered)
-                )
-                if changed:
-                    self.counters["resubscriptions_offer_changed"] += 1
-                if sub is None or retry or changed:
-                    if sub is not None:
-                        self.unsubscribe(key)
-                    self.subscribe(node.meid, kind, offered)
-        for key, sub in list(self.subs.items()):
-            if (self.cfg.nodes and sub.meid not in self.cfg.nodes) or (
-                sub.kind == "rc" and not self.cfg.rc_handover_reports
-            ):
-                self.unsubscribe(key)
+    def _wants(self, node: E2Node) -> list[Wanted]:
+        if not node.has_function(kpm.OID, kpm.RAN_FUNCTION_ID):
+            return []
+        offered = node.kpm_measurements(self.cfg.report_style)
+        return [self.kpm_wanted(self.kpm_measurements(offered))]
 
     # --- REST -----------------------------------------------------------------------------
     def _routes(self) -> None:
@@ -600,8 +454,7 @@ class OccXapp:
         return Response(204)
 
     def status(self) -> dict[str, Any]:
-        with self._lock:
-            subs = [asdict(s) for s in self.subs.values()]
+        subs = self.node_subs.snapshot()
         return {
             "xapp": NAME,
             "uptime_s": round(time.time() - self.started_at, 3),
@@ -632,8 +485,7 @@ class OccXapp:
 
     def _stats(self) -> dict[str, Any]:
         now = time.monotonic()
-        with self._lock:
-            subs = Counter(s.state for s in self.subs.values())
+        subs = self.node_subs.states()
         return {
             "indications_total": self.counters["indications"],
             "ue_samples_total": self.counters["ue_samples"],

@@ -28,7 +28,6 @@ class OccXappConfig:
     state_period_ms: int = 100  # UE records -> SDL
     checkpoint_period_ms: int = 1000  # engine state -> SDL
     publish_reports: bool = True  # OCTORIC_ABW_REPORT (30500)
-    rc_handover_reports: bool = True  # subscribe RC REPORT style 4 where nodes offer E2SM-RC
     engine: dict[str, Any] = field(default_factory=dict)  # OccConfig fields
 
     def __post_init__(self) -> None:

@@ -195,19 +195,19 @@ def test_config_defaults_are_the_papers() -> None:
     assert (c.beta, c.window_l_ms, c.d_th_ms) == (0.1, 500, 40)
 
 
-def test_granules_from_slots() -> None:
-    slots = {
-        M.PRB_USED: np.array([[10.0, 20.0, 0.0, 4.0]]),
-        M.BITS_PER_PRB: np.array([[500.0, 600.0, 700.0, 800.0]]),
-        M.ARRIVED_BYTES: np.array([[1.0, 2.0, 3.0, 4.0]]),
-        M.ACTIVE_UES: np.array([[1.0, 3.0, 2.0, 2.0]]),
-        M.BUFFER_BYTES: np.array([[9.0, 8.0, 7.0, 6.0]]),
-    }
-    g = M.granules_from_slots(slots, 2)
-    np.testing.assert_array_equal(g[M.PRB_USED], [[15.0, 2.0]])
-    np.testing.assert_array_equal(g[M.BITS_PER_PRB], [[600.0, 800.0]])
-    np.testing.assert_array_equal(g[M.ARRIVED_BYTES], [[3.0, 7.0]])
-    np.testing.assert_array_equal(g[M.ACTIVE_UES], [[3.0, 2.0]])
-    np.testing.assert_array_equal(g[M.BUFFER_BYTES], [[8.0, 6.0]])
-    with pytest.raises(OccInputError):
-        M.granules_from_slots({M.PRB_USED: np.zeros((1, 3))}, 2)
+def test_slot_level_sources_fold_into_granules_as_a_gnb_reports_them() -> None:
+    """A slot-level source (the simulator at 30 kHz SCS) folds slots into the engine's 1 ms
+    granules with the one KPM aggregation (``octoric.e2sm.granules``)."""
+    from octoric.e2sm.granules import aggregate_granules
+
+    names = [M.PRB_USED, M.BITS_PER_PRB, M.ARRIVED_BYTES, M.ACTIVE_UES, M.BUFFER_BYTES]
+    slots = np.array(
+        [[10.0, 20.0, 0.0, 4.0], [500.0, 600.0, 700.0, 800.0], [1.0, 2.0, 3.0, 4.0],
+         [1.0, 3.0, 2.0, 2.0], [9.0, 8.0, 7.0, 6.0]]
+    ).T[:, None, :]  # (slots, UEs, names)  # fmt: skip
+    g = {n: aggregate_granules(slots, 2, names)[:, 0, i] for i, n in enumerate(names)}
+    np.testing.assert_array_equal(g[M.PRB_USED], [15.0, 2.0])
+    np.testing.assert_array_equal(g[M.BITS_PER_PRB], [600.0, 800.0])
+    np.testing.assert_array_equal(g[M.ARRIVED_BYTES], [3.0, 7.0])
+    np.testing.assert_array_equal(g[M.ACTIVE_UES], [3.0, 2.0])
+    np.testing.assert_array_equal(g[M.BUFFER_BYTES], [8.0, 6.0])

@@ -74,7 +74,7 @@ def xapp() -> OccXapp:
 def _requested(xapp: OccXapp, node: E2Node) -> list[str | int]:
     """The measurements of the style-4 action the xApp asks submgr for, for ``node``."""
     meas = xapp.kpm_measurements(node.kpm_measurements(xapp.cfg.report_style))
-    body = xapp.subscription_request(node.meid, "sid", "kpm", meas).body()
+    body = xapp.subscription_request(node.meid, "sid", meas).body()
     _, specs = parse_request(body)
     d = kpm.decode_kpm(
         kpm.KpmActionDefinition, bytes.fromhex(specs[0]["actions"][0]["ActionDefinition"])
@@ -136,7 +136,7 @@ def test_a_106_prb_gnb_sets_the_fair_share(xapp: OccXapp) -> None:
     eng, agent = _sim_gnb()
     node = _agent_node(agent)
     meas = xapp.kpm_measurements(node.kpm_measurements(4))
-    common, specs = parse_request(xapp.subscription_request(node.meid, "sid", "kpm", meas).body())
+    common, specs = parse_request(xapp.subscription_request(node.meid, "sid", meas).body())
     sub = E2Subscription(
         7, node.meid, common["ran_function_id"], specs[0]["trigger"], specs[0]["actions"],
         True, 2.0, 2,
@@ -190,15 +190,15 @@ def test_a_node_that_offers_other_measurements_is_resubscribed(
     monkeypatch.setattr(xapp.shell, "xapp", object())
     monkeypatch.setattr(xapp.shell, "rnib_nodes", lambda: list(nodes))
     key = f"kpm.{agent.meid}"
-    xapp._discover_once()
+    xapp.node_subs.discover_once()
     first = xapp.subs[key]
     assert first.measurements == kpm.OCC_MEASUREMENTS
-    xapp._discover_once()  # same offer: the subscription stands
+    xapp.node_subs.discover_once()  # same offer: the subscription stands
     assert xapp.subs[key] is first and xapp.counters["resubscriptions_offer_changed"] == 0
     nodes[:] = [_agent_node(agent)]  # the node set up again, now offering OCC.PrbTotalDl
-    xapp._discover_once()
+    xapp.node_subs.discover_once()
     assert xapp.counters["resubscriptions_offer_changed"] == 1
     assert xapp.subs[key].measurements == (*kpm.OCC_MEASUREMENTS, PRB_TOTAL)
     assert xapp.subs[key].subscription_id != first.subscription_id
-    xapp._discover_once()
+    xapp.node_subs.discover_once()
     assert xapp.counters["resubscriptions_offer_changed"] == 1

@@ -320,8 +320,8 @@ def test_config_hot_reload(env: Env) -> None:
 
 
 def test_handover_event_sets_fallback(env: Env) -> None:
-    from octoric.ric.rmr_endpoint import RmrEndpoint
     from octoric.contracts.ho_event import HoEvent
+    from octoric.ric.rmr_endpoint import RmrEndpoint
     from octoric.xapps.occ.messages import encode
 
     port = free_pair()
@@ -431,7 +431,8 @@ def test_run_plugin_component(env: Env) -> None:
     run_dir.mkdir()
     env.stack.rt.write(run_dir / "ric.json")
     ctx = RunContext(RunConfig(), run_dir)
-    assert [c.name for c in components(ctx)] == ["xapp-occ"]  # handover/octopus not built yet
+    # enabled by default: occ, handover, octopus (not built yet)
+    assert [c.name for c in components(ctx)] == ["xapp-occ", "xapp-handover"]
     comp = XappComponent(KNOWN["occ"], env.occ.rmr_port, env.occ.http_port)
     env.lt.call(comp.start(ctx))
     try:

@@ -1,6 +1,7 @@
 """The OCC xApp's message handling in-process (no RMR, SDL in memory): KPM indications feed
-the engine, RC REPORT style 4 handover phases and 30501 events set and clear the fallback,
-bad RC input is counted."""
+the engine; RC REPORT style 4 handover phases, turned into 30501 events by the handover xApp
+(in process too, its sends captured), and 30501 events set and clear the fallback; bad RC
+input is counted by the handover xApp; an RC indication reaching OCC is rejected."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from octoric.e2sm.e2ap_ies import RicRequestId
 from octoric.redis_server import free_port
 from octoric.xapps.base.sdl import SdlStore
 from octoric.xapps.base.shell import RmrMessage
+from octoric.xapps.handover.xapp import HandoverXapp
 from octoric.xapps.occ.messages import encode
 from octoric.xapps.occ.xapp import OccXapp
 
@@ -42,7 +44,22 @@ def xapp() -> OccXapp:
     return OccXapp(free_port(), free_port(), sdl=sdl)
 
 
-def test_kpm_then_rc_handover(xapp: OccXapp) -> None:
+@pytest.fixture
+def ho() -> HandoverXapp:
+    sdl = SdlStore("handover", storage=SyncStorage(fake_db_backend="dict"))
+    return HandoverXapp(free_port(), free_port(), sdl=sdl)
+
+
+def test_kpm_then_rc_handover(
+    xapp: OccXapp, ho: HandoverXapp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the handover xApp's 30501 go straight to OCC's handler (RMR in between in the e2e test)
+    def send(mtype: int, payload: bytes, meid: str | None = None, retries: int = 3) -> bool:
+        assert mtype == 30501
+        xapp.on_ho_event(RmrMessage(mtype, -1, meid or "", payload))
+        return True
+
+    monkeypatch.setattr(ho.shell, "send", send)
     src = OccIndications([101, 102], pool_periods=4)
     sn = 0
 
@@ -57,24 +74,29 @@ def test_kpm_then_rc_handover(xapp: OccXapp) -> None:
         kpm_step()
     assert sorted(xapp.latest) == [101, 102] and not xapp.latest[101].fallback
     ue = UeId.gnb(101, GUAMI)
-    xapp.on_indication(RmrMessage(12050, 6, "gnb_a", _rc_pdu(ue, 1, 0)))
+    ho.on_indication(RmrMessage(12050, 6, "gnb_a", _rc_pdu(ue, 1, 0)))
     assert xapp.latest[101].fallback and xapp.latest[101].handover
     assert not xapp.latest[102].fallback
     kpm_step()
     assert xapp.latest[101].fallback  # still in the handover
-    xapp.on_indication(RmrMessage(12050, 6, "gnb_b", _rc_pdu(ue, 2, 1)))
+    ho.on_indication(RmrMessage(12050, 6, "gnb_b", _rc_pdu(ue, 2, 1)))
     assert not xapp.latest[101].fallback and not xapp.latest[101].handover
     # an RC entry without the phase parameter, a UE without AMF-UE-NGAP-ID, garbage
-    xapp.on_indication(RmrMessage(12050, 6, "gnb_a", _rc_pdu(ue, None, 2)))
+    ho.on_indication(RmrMessage(12050, 6, "gnb_a", _rc_pdu(ue, None, 2)))
     du = UeId("gNB-DU-UEID", f1ap_ids=(3,))
-    xapp.on_indication(RmrMessage(12050, 6, "gnb_a", _rc_pdu(du, 1, 3)))
+    ho.on_indication(RmrMessage(12050, 6, "gnb_a", _rc_pdu(du, 1, 3)))
     bad = e2ap.encode_e2ap(
         e2ap.RicIndication(RicRequestId(123, 6), 3, 1, b"\x00", b"\xff\xff", sn=4)
     )
-    xapp.on_indication(RmrMessage(12050, 6, "gnb_a", bad))
-    assert xapp.counters["rc_ho_start"] == 1 and xapp.counters["rc_ho_end"] == 1
-    assert xapp.counters["rc_entries_without_handover"] == 2
-    assert xapp.rejected["rc_undecodable"] == 1
+    ho.on_indication(RmrMessage(12050, 6, "gnb_a", bad))
+    assert ho.events["start"] == 1 and ho.events["end"] == 1
+    assert ho.counters["events_sent"] == 2
+    assert ho.detector.counters["entries_without_handover"] == 2
+    assert ho.rejected["undecodable"] == 1
+    assert xapp.counters["ho_start"] == 1 and xapp.counters["ho_end"] == 1
+    # OCC itself no longer reads RC: an RC indication is not a KPM one
+    xapp.on_indication(RmrMessage(12050, 6, "gnb_a", _rc_pdu(ue, 1, 5)))
+    assert xapp.rejected["not_kpm"] == 1 and not xapp.latest[101].fallback
     # 30501 does the same
     xapp.on_ho_event(RmrMessage(30501, -1, "", encode(HoEvent(102, "start").to_json())))
     assert xapp.latest[102].fallback
@@ -82,11 +104,15 @@ def test_kpm_then_rc_handover(xapp: OccXapp) -> None:
     assert not xapp.latest[102].fallback
 
 
-def test_subscription_requests(xapp: OccXapp) -> None:
+def test_subscription_requests(xapp: OccXapp, ho: HandoverXapp) -> None:
     from octoric.ric.submgr import parse_request
 
-    for kind, ranf in (("kpm", 2), ("rc", 3)):
-        body = xapp.subscription_request("gnb_a", "sid", kind).body()
+    requests = (
+        (xapp.subscription_request("gnb_a", "sid"), 2),
+        (ho.node_subs.request("gnb_a", "sid", ho.rc_wanted()), 3),
+    )
+    for req, ranf in requests:
+        body = req.body()
         common, _ = parse_request(body)
         assert common["ran_function_id"] == ranf and body["SubscriptionId"] == "sid"
     kpm_act = bytes(xapp.subscription_request("gnb_a", "s").body()["SubscriptionDetails"][0][

@@ -1,88 +1,12 @@
-"""Sender rate control schemes behind one interface, found by name in a registry.
-
-A scheme is a ``RateController`` built by a factory registered with
-``@register_scheme("name")``; the engine only calls the interface, so new schemes (Copa,
-RoCC, Dumbo, BBR, BBR-H, MORC, Octopus transport, ...) plug in without touching it.
-"""
+"""``gcc``: Google Congestion Control as libwebrtc runs it (delay- and loss-based parts)."""
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
-from octoric.sim.errors import ScenarioError
+from octoric.sim.cc.base import RateController, SchemeContext, register_scheme
 from octoric.sim.receiver import FeedbackBatch
-
-
-@dataclass
-class SchemeContext:
-    """What a scheme may know when it is built."""
-
-    rtt_ms: float
-    start_bps: float
-    min_bps: float
-    max_bps: float
-    params: dict[str, Any] = field(default_factory=dict)
-
-
-class RateController:
-    """Base class. ``target_bps`` is read at every frame; the rest are notifications."""
-
-    name = "base"
-    wants_feedback = True  # receiver feedback (transport-wide style), every feedback interval
-    wants_phy = False  # UE-side physical-layer capacity (PBE-CC style), via uplink feedback
-    wants_abw = False  # RAN-side ABW (OCC xApp or its stand-in) over E2 + UDP feedback
-
-    def target_bps(self, now_us: int) -> float:
-        raise NotImplementedError
-
-    def on_feedback(self, now_us: int, fb: FeedbackBatch) -> None:
-        """Receiver feedback reached the sender."""
-
-    def on_phy_capacity(self, now_us: int, bps: float | None) -> None:
-        """A UE-measured physical-layer capacity reached the sender (None: no measurement)."""
-
-    def on_abw(self, now_us: int, bps: float | None) -> None:
-        """An ABW report reached the sender (None: the source says fall back, e.g. handover)."""
-
-
-SchemeFactory = Callable[[SchemeContext], RateController]
-SCHEMES: dict[str, SchemeFactory] = {}
-
-
-def register_scheme(name: str) -> Callable[[SchemeFactory], SchemeFactory]:
-    def deco(factory: SchemeFactory) -> SchemeFactory:
-        SCHEMES[name] = factory
-        return factory
-
-    return deco
-
-
-def build_scheme(name: str, ctx: SchemeContext) -> RateController:
-    try:
-        factory = SCHEMES[name]
-    except KeyError:
-        raise ScenarioError(
-            f"unknown rate-control scheme {name!r} (known: {', '.join(sorted(SCHEMES))})"
-        ) from None
-    return factory(ctx)
-
-
-class FixedRate(RateController):
-    name = "fixed"
-    wants_feedback = False
-
-    def __init__(self, ctx: SchemeContext) -> None:
-        self.rate = float(ctx.params.get("rate_bps", ctx.start_bps))
-
-    def target_bps(self, now_us: int) -> float:
-        return self.rate
-
-
-register_scheme("fixed")(FixedRate)
 
 
 class Gcc(RateController):
@@ -328,76 +252,3 @@ class Gcc(RateController):
 
 
 register_scheme("gcc")(Gcc)
-
-
-class PbeStyle(RateController):
-    """PBE-CC-style: the UE measures its physical-layer capacity per slot
-    ((own PRBs + idle PRBs / active users) x bits per PRB, averaged over 40 ms) and the sender
-    targets ``scale`` x that capacity, less a drain term when receiver feedback shows a
-    standing queue (one-way delay above its minimum: the target shrinks by qdelay / 200 ms,
-    at most by 70 %), as PBE-CC drains the queue it detects. GCC runs alongside and takes
-    over when the UE has no measurement (handover)."""
-
-    name = "pbe"
-    wants_phy = True
-
-    def __init__(self, ctx: SchemeContext) -> None:
-        self.gcc = Gcc(ctx)
-        self.cap: float | None = None
-        self.scale = float(ctx.params.get("scale", 0.9))
-        self.min_bps, self.max_bps = ctx.min_bps, ctx.max_bps
-        self.base_owd_us: int | None = None
-        self.qdelay_ms = 0.0
-
-    def on_feedback(self, now_us: int, fb: FeedbackBatch) -> None:
-        self.gcc.on_feedback(now_us, fb)
-        if fb.recv_us:
-            owds = [r - s for r, s in zip(fb.recv_us, fb.send_us, strict=True)]
-            lo = min(owds)
-            if self.base_owd_us is None or lo < self.base_owd_us:
-                self.base_owd_us = lo
-            self.qdelay_ms = max(0.0, (owds[-1] - self.base_owd_us) / 1000.0)
-
-    def on_phy_capacity(self, now_us: int, bps: float | None) -> None:
-        self.cap = bps
-        if bps is not None:
-            self.gcc.rate = min(max(bps * self.scale, self.min_bps), self.max_bps)
-
-    def target_bps(self, now_us: int) -> float:
-        if self.cap is None:
-            return self.gcc.target_bps(now_us)
-        drain = min(0.7, self.qdelay_ms / 200.0)
-        return min(max(self.cap * self.scale * (1.0 - drain), self.min_bps), self.max_bps)
-
-
-register_scheme("pbe")(PbeStyle)
-
-
-class OccFed(RateController):
-    """Target rate from an ABW source over E2 (the OCC xApp's engine, issue #7, or the
-    stand-in ``PhyCapacityAbw`` until then); GCC keeps learning and takes over when the
-    source reports nothing (e.g. during a handover)."""
-
-    name = "occ"
-    wants_abw = True
-
-    def __init__(self, ctx: SchemeContext) -> None:
-        self.gcc = Gcc(ctx)
-        self.abw: float | None = None
-        self.min_bps, self.max_bps = ctx.min_bps, ctx.max_bps
-
-    def on_feedback(self, now_us: int, fb: FeedbackBatch) -> None:
-        self.gcc.on_feedback(now_us, fb)
-
-    def on_abw(self, now_us: int, bps: float | None) -> None:
-        self.abw = bps
-        if bps is not None:
-            self.gcc.rate = min(max(bps, self.min_bps), self.max_bps)
-
-    def target_bps(self, now_us: int) -> float:
-        if self.abw is None:
-            return self.gcc.target_bps(now_us)
-        return min(max(self.abw, self.min_bps), self.max_bps)
-
-
-register_scheme("occ")(OccFed)

@@ -1,4 +1,4 @@
-"""e2term's fast E2AP envelope reader, checked against the full codec and srsRAN's PDUs."""
+"""The E2AP envelope codec (e2term's reader), checked against the full codec and srsRAN's PDUs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from octoric.e2sm import e2ap
-from octoric.ric import e2ap_envelope as env
+from octoric.e2sm import envelope as env
 
 pytestmark = pytest.mark.unit
 

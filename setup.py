@@ -1,0 +1,46 @@
+"""octoric's wheel carries its native RMR library: ``octoric/rmr/librmr_si.so``.
+
+Everything else is in pyproject.toml. The wheel is a platform wheel (the library is x86-64
+Linux code), built from ``$OCTORIC_RMR_LIB`` when set (a library already built, e.g.
+``build/lib/librmr_si.so``), else with ``cargo build --release``. Editable installs (``make
+setup``) skip it: the loader finds ``build/lib/librmr_si.so`` in the tree.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+from setuptools.dist import Distribution
+
+ROOT = Path(__file__).resolve().parent
+
+
+def _librmr() -> Path:
+    given = os.environ.get("OCTORIC_RMR_LIB")
+    if given:
+        return Path(given)
+    crate = ROOT / "rmr" / "Cargo.toml"
+    subprocess.run(["cargo", "build", "--release", "--manifest-path", str(crate)], check=True)
+    return ROOT / "rmr" / "target" / "release" / "librmr_si.so"
+
+
+class BuildPyWithRmr(build_py):
+    def run(self) -> None:
+        super().run()
+        if getattr(self, "editable_mode", False):
+            return
+        dst = Path(self.build_lib) / "octoric" / "rmr" / "librmr_si.so"
+        shutil.copy2(_librmr(), dst)
+
+
+class PlatformDistribution(Distribution):
+    def has_ext_modules(self) -> bool:
+        return True  # a native library inside: tag the wheel for this platform
+
+
+setup(distclass=PlatformDistribution, cmdclass={"build_py": BuildPyWithRmr})

@@ -1,0 +1,37 @@
+"""Sender rate-control schemes: one file per scheme, found by name in one registry.
+
+A scheme is a ``RateController`` built by a factory registered with ``register_scheme("name")``;
+the engine only calls the interface, so a new scheme (Copa, RoCC, Dumbo, BBR, BBR-H, MORC,
+Octopus transport, ...) is one new file here, started from ``_template.py``, plus one import
+line below. The imports are explicit (no plugin discovery) so the scheme graph stays readable.
+"""
+
+from __future__ import annotations
+
+from octoric.sim.cc.base import (
+    SCHEMES,
+    RateController,
+    SchemeContext,
+    SchemeFactory,
+    build_scheme,
+    register_scheme,
+)
+
+# Each import registers its scheme (module-level ``register_scheme`` call).
+from octoric.sim.cc.fixed import FixedRate
+from octoric.sim.cc.gcc import Gcc
+from octoric.sim.cc.occ_fed import OccFed
+from octoric.sim.cc.pbe import PbeStyle
+
+__all__ = [
+    "SCHEMES",
+    "FixedRate",
+    "Gcc",
+    "OccFed",
+    "PbeStyle",
+    "RateController",
+    "SchemeContext",
+    "SchemeFactory",
+    "build_scheme",
+    "register_scheme",
+]

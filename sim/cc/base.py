@@ -1,0 +1,65 @@
+"""The interface every sender rate-control scheme implements, and the registry that finds one by
+name (``octoric.sim.cc`` re-exports these; scheme files register themselves here)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from octoric.sim.errors import ScenarioError
+from octoric.sim.receiver import FeedbackBatch
+
+
+@dataclass
+class SchemeContext:
+    """What a scheme may know when it is built."""
+
+    rtt_ms: float
+    start_bps: float
+    min_bps: float
+    max_bps: float
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+class RateController:
+    """Base class. ``target_bps`` is read at every frame; the rest are notifications."""
+
+    name = "base"
+    wants_feedback = True  # receiver feedback (transport-wide style), every feedback interval
+    wants_phy = False  # UE-side physical-layer capacity (PBE-CC style), via uplink feedback
+    wants_abw = False  # RAN-side ABW (OCC xApp or its stand-in) over E2 + UDP feedback
+
+    def target_bps(self, now_us: int) -> float:
+        raise NotImplementedError
+
+    def on_feedback(self, now_us: int, fb: FeedbackBatch) -> None:
+        """Receiver feedback reached the sender."""
+
+    def on_phy_capacity(self, now_us: int, bps: float | None) -> None:
+        """A UE-measured physical-layer capacity reached the sender (None: no measurement)."""
+
+    def on_abw(self, now_us: int, bps: float | None) -> None:
+        """An ABW report reached the sender (None: the source says fall back, e.g. handover)."""
+
+
+SchemeFactory = Callable[[SchemeContext], RateController]
+SCHEMES: dict[str, SchemeFactory] = {}
+
+
+def register_scheme(name: str) -> Callable[[SchemeFactory], SchemeFactory]:
+    def deco(factory: SchemeFactory) -> SchemeFactory:
+        SCHEMES[name] = factory
+        return factory
+
+    return deco
+
+
+def build_scheme(name: str, ctx: SchemeContext) -> RateController:
+    try:
+        factory = SCHEMES[name]
+    except KeyError:
+        raise ScenarioError(
+            f"unknown rate-control scheme {name!r} (known: {', '.join(sorted(SCHEMES))})"
+        ) from None
+    return factory(ctx)

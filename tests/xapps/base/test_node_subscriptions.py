@@ -1,0 +1,175 @@
+"""The shared per-node subscription manager (xapps.base.node_subscriptions) in process.
+
+Stand-ins, said plainly: submgr is a recording fake (the REST body itself is checked against
+submgr's own parser in test_base.py and end to end in the xApps' e2e tests); the R-NIB node
+list is given directly (ricxappframe's R-NIB reads need a running RMR context); the SDL is
+ricsdl's in-memory backend."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from ricsdl.syncstorage import SyncStorage
+
+from octoric.xapps.base.discovery import E2Node
+from octoric.xapps.base.errors import RestError, SubmgrError
+from octoric.xapps.base.node_subscriptions import NodeSubscriptions, Wanted
+from octoric.xapps.base.sdl import SdlStore
+from octoric.xapps.base.shell import XappShell
+from octoric.xapps.base.subscription import (
+    SubscriptionInstance,
+    SubscriptionRequest,
+    SubscriptionResponse,
+)
+
+pytestmark = pytest.mark.unit
+KPM_OID, RC_OID = "1.3.6.1.4.1.53148.1.2.2.2", "1.3.6.1.4.1.53148.1.1.2.3"
+
+
+class FakeSubmgr:
+    def __init__(self) -> None:
+        self.held: dict[str, SubscriptionRequest] = {}
+        self.posted: list[SubscriptionRequest] = []
+        self.deleted: list[str] = []
+        self.down = False
+
+    def subscribe(self, req: SubscriptionRequest) -> str:
+        if self.down:
+            raise SubmgrError("submgr unreachable")
+        assert req.subscription_id is not None
+        self.posted.append(req)
+        self.held[req.subscription_id] = req
+        return req.subscription_id
+
+    def delete(self, subscription_id: str, timeout_s: float | None = None) -> bool:
+        if self.down:
+            raise SubmgrError("submgr unreachable")
+        self.deleted.append(subscription_id)
+        return self.held.pop(subscription_id, None) is not None
+
+    def list(self) -> list[dict[str, Any]]:
+        return [{"SubscriptionId": s} for s in self.held]
+
+
+def _node(meid: str, connected: bool = True, rc: bool = True, meas: tuple[str, ...] = ("a",)
+          ) -> E2Node:  # fmt: skip
+    funcs = ((2, KPM_OID), (3, RC_OID)) if rc else ((2, KPM_OID),)
+    return E2Node(meid, connected, funcs, ((4, meas),))
+
+
+def _wants(node: E2Node) -> list[Wanted]:
+    out = [Wanted("kpm", 2, b"\x01", b"\x02", node.kpm_measurements(4))]
+    if node.has_function(RC_OID):
+        out.append(Wanted("rc", 3, b"\x03", b"\x04"))
+    return out
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch) -> tuple[NodeSubscriptions, FakeSubmgr, list[E2Node]]:
+    shell = XappShell(
+        "test", 4999, 8999, sdl=SdlStore("test", storage=SyncStorage(fake_db_backend="dict"))
+    )
+    nodes: list[E2Node] = []
+    monkeypatch.setattr(shell, "xapp", object())
+    monkeypatch.setattr(shell, "rnib_nodes", lambda: list(nodes))
+    submgr = FakeSubmgr()
+    m = NodeSubscriptions(shell, _wants, submgr, sdl_prefix="sub.")  # type: ignore[arg-type]
+    m.configure((), 0.05, 10.0)
+    return m, submgr, nodes
+
+
+def _respond(m: NodeSubscriptions, sid: str, instance: int, error: str = "") -> None:
+    m.on_response(SubscriptionResponse(sid, (SubscriptionInstance(1, instance, error, ""),)))
+
+
+def test_subscribes_what_each_node_offers(env: Any) -> None:
+    m, submgr, nodes = env
+    nodes[:] = [_node("gnb_a"), _node("gnb_b", rc=False), _node("gnb_c", connected=False)]
+    m.discover_once()
+    assert sorted(m.subs) == ["kpm.gnb_a", "kpm.gnb_b", "rc.gnb_a"]
+    req = submgr.posted[0]
+    assert (req.meid, req.ran_function_id, req.host, req.http_port, req.rmr_port) == (
+        "gnb_a", 2, "127.0.0.1", 8999, 4999)  # fmt: skip
+    assert req.subscription_id is not None and req.subscription_id.startswith("test-kpm-")
+    sdl = m.shell.sdl
+    assert set(sdl.find("sub.")) == {"sub.kpm.gnb_a", "sub.kpm.gnb_b", "sub.rc.gnb_a"}
+    sid = m.subs["rc.gnb_a"].subscription_id
+    _respond(m, sid, 9)
+    assert m.subs["rc.gnb_a"].state == "active" and m.subs["rc.gnb_a"].e2_instance_id == 9
+    assert sdl.get_json("sub.rc.gnb_a")["e2_instance_id"] == 9
+    _respond(m, m.subs["kpm.gnb_b"].subscription_id, 0, "function-not-supported")
+    assert m.subs["kpm.gnb_b"].state == "failed"
+    assert m.states() == Counter(requesting=1, active=1, failed=1)
+    with pytest.raises(RestError) as e:
+        _respond(m, "nope", 1)
+    assert e.value.status == 404 and m.counters["unknown_subscription_responses"] == 1
+    m.discover_once()  # nothing changed: nothing asked again (the failure waits 2 periods)
+    assert len(submgr.posted) == 3
+
+
+def test_offer_change_failure_retry_and_unwanted(env: Any) -> None:
+    import time
+
+    m, submgr, nodes = env
+    submgr.down = True
+    nodes[:] = [_node("gnb_a")]
+    m.discover_once()
+    assert {s.state for s in m.subs.values()} == {"failed"}
+    assert m.counters["subscription_errors"] == 2
+    submgr.down = False
+    time.sleep(0.11)  # two discovery periods
+    m.discover_once()
+    assert {s.state for s in m.subs.values()} == {"requesting"} and len(submgr.posted) == 2
+    first = m.subs["kpm.gnb_a"]
+    nodes[:] = [_node("gnb_a", meas=("a", "b"))]  # set up again with another offer
+    m.discover_once()
+    assert m.counters["resubscriptions_offer_changed"] == 1
+    assert m.subs["kpm.gnb_a"].measurements == ("a", "b")
+    assert first.subscription_id in submgr.deleted
+    nodes[:] = [_node("gnb_a", meas=("a", "b"), rc=False)]  # no RC any more: deleted
+    m.discover_once()
+    assert sorted(m.subs) == ["kpm.gnb_a"] and "sub.rc.gnb_a" not in m.shell.sdl.find("sub.")
+    m.configure(("gnb_z",), 0.05, 10.0)  # the configuration leaves gnb_a out
+    m.discover_once()
+    assert m.subs == {} and m.shell.sdl.find("sub.") == {}
+
+
+def test_reconnect_resubscribes_what_submgr_dropped(env: Any) -> None:
+    m, submgr, nodes = env
+    nodes[:] = [_node("gnb_a"), _node("gnb_b")]
+    m.discover_once()
+    before = {k: s.subscription_id for k, s in m.subs.items()}
+    nodes[:] = [_node("gnb_a", connected=False), _node("gnb_b", connected=False)]
+    m.discover_once()
+    assert {k: s.subscription_id for k, s in m.subs.items()} == before  # kept while away
+    # gnb_a's subscriptions are gone at submgr (as a platform may drop them); gnb_b's stand
+    for k in ("kpm.gnb_a", "rc.gnb_a"):
+        submgr.held.pop(before[k])
+    nodes[:] = [_node("gnb_a"), _node("gnb_b")]
+    m.discover_once()
+    assert m.counters["resubscriptions_node_reconnect"] == 2
+    for k in ("kpm.gnb_b", "rc.gnb_b"):
+        assert m.subs[k].subscription_id == before[k]
+    for k in ("kpm.gnb_a", "rc.gnb_a"):
+        assert m.subs[k].subscription_id != before[k] and m.subs[k].subscription_id in submgr.held
+
+
+def test_stop_deletes_and_next_run_clears_what_is_left(env: Any) -> None:
+    m, submgr, nodes = env
+    nodes[:] = [_node("gnb_a")]
+    m.discover_once()
+    m.stop()
+    assert m.subs == {} and submgr.held == {} and m.shell.sdl.find("sub.") == {}
+    assert m.counters["subscriptions_deleted_at_stop"] == 2
+    # a run killed with -9 leaves its records: the next run deletes them at submgr
+    m.discover_once()
+    left = {s.subscription_id for s in m.subs.values()}
+    m.subs.clear()
+    m.resubscribe_all()
+    m.clear_stale()
+    assert m.counters["stale_subscriptions_deleted"] == 2 and left <= set(submgr.deleted)
+    assert m.shell.sdl.find("sub.") == {} and submgr.held == {}
+    m.discover_once()  # resubscribe_all: nothing held to delete, both asked again
+    assert len(m.subs) == 2

@@ -1,0 +1,92 @@
+"""The handover xApp's parts in process: 30501s that find no route yet are sent later in
+order, or given up after ``event_retry_s``; controls; the descriptor and its schema."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import fields
+from pathlib import Path
+
+import jsonschema
+import pytest
+from ricsdl.syncstorage import SyncStorage
+
+from octoric.contracts.ho_event import HoEvent, parse_ho_event
+from octoric.redis_server import free_port
+from octoric.xapps.base.config import typed_controls
+from octoric.xapps.base.errors import XappConfigError
+from octoric.xapps.base.sdl import SdlStore
+from octoric.xapps.handover.xapp import HandoverXapp
+from octoric.xapps.handover.xapp_config import HandoverXappConfig
+
+pytestmark = pytest.mark.unit
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def ho() -> HandoverXapp:
+    sdl = SdlStore("handover", storage=SyncStorage(fake_db_backend="dict"))
+    return HandoverXapp(free_port(), free_port(), sdl=sdl, clock=lambda: 1000)
+
+
+def test_events_without_a_route_are_sent_later_in_order(
+    ho: HandoverXapp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out: list[tuple[int, str]] = []
+    route = {"up": False}
+
+    def send(mtype: int, payload: bytes, meid: str | None = None, retries: int = 3) -> bool:
+        if not route["up"]:
+            return False
+        ev = parse_ho_event(payload)
+        out.append((ev.ue, ev.event))
+        return True
+
+    monkeypatch.setattr(ho.shell, "send", send)
+    assert not ho.publish(HoEvent(1, "start", 1000), "gnb_a")
+    assert not ho.publish(HoEvent(1, "end", 1000), "gnb_a")
+    assert ho.counters["events_unsent"] == 2 and ho.status()["events_waiting"] == 2
+    route["up"] = True  # the receivers registered: the next event takes the queue along
+    assert ho.publish(HoEvent(2, "start", 1000), "gnb_a")
+    assert out == [(1, "start"), (1, "end"), (2, "start")] and ho.counters["events_sent"] == 3
+    # too old: given up, never sent out of date
+    route["up"] = False
+    ho.cfg = HandoverXappConfig(event_retry_s=0.01)
+    ho.publish(HoEvent(2, "end", 1000), "gnb_a")
+    time.sleep(0.02)
+    route["up"] = True
+    with ho._send_lock:
+        assert ho._send_unsent()
+    assert ho.counters["events_dropped"] == 1 and out[-1] == (2, "start")
+    assert ho.events == {"start": 2, "end": 2}
+
+
+def test_controls() -> None:
+    c = typed_controls(HandoverXappConfig, {"nodes": ["gnb_a"], "forget_s": 5})
+    assert c.nodes == ("gnb_a",) and c.forget_s == 5.0
+    for bad in ({"forget_s": 0}, {"discovery_period_s": 0.0}, {"event_retry_s": -1},
+                {"subscription_timeout_s": 0}, {"colour": 1}):  # fmt: skip
+        with pytest.raises(XappConfigError):
+            typed_controls(HandoverXappConfig, bad)
+
+
+def test_apply_config(ho: HandoverXapp) -> None:
+    d = json.loads((REPO / "xapps/handover/config-file.json").read_text())
+    d["controls"]["forget_s"] = 2.5
+    ho.apply_config(d)
+    assert ho.detector.forget_ms == 2500 and ho.node_subs.period_s == 1.0
+
+
+def test_descriptor_against_oran_sc_schema(shared_dir: Path) -> None:
+    schema = json.loads(
+        (shared_dir / "reference/oran-sc/xapp-descriptor-embedded-schema.json").read_text()
+    )
+    controls = json.loads((REPO / "xapps/handover/schema.json").read_text())
+    schema["properties"]["controls"] = controls
+    d = json.loads((REPO / "xapps/handover/config-file.json").read_text())
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    assert [e.message for e in validator.iter_errors(d)] == []
+    assert set(controls["properties"]) == {f.name for f in fields(HandoverXappConfig)}
+    rmr = next(p for p in d["messaging"]["ports"] if p["name"] == "rmr-data")
+    assert rmr["rxMessages"] == ["RIC_INDICATION"] and rmr["txMessages"] == ["OCTORIC_HO_EVENT"]

@@ -1,0 +1,282 @@
+"""Per-node E2 subscriptions through submgr, shared by octoric's xApps.
+
+Every discovery round reads the R-NIB. For each connected node the xApp says, with
+``wants(node)``, which subscriptions it should hold there: one ``Wanted`` per kind ("kpm",
+"rc", ...), built from what the node offers in its RAN function definitions. The manager then
+
+- subscribes what is wanted and not held (REST body: ``SubscriptionRequest``, the O-RAN SC
+  submgr contract), asks again when a request failed (after two rounds) or got no outcome
+  within ``timeout_s``;
+- resubscribes when the node's offer changed (``Wanted.measurements`` differs from what the
+  subscription asked for: the node set up again with other measurements);
+- after a node reconnects, resubscribes what submgr no longer holds (the embedded submgr
+  re-establishes its subscriptions itself; other platforms may drop them);
+- deletes what is no longer wanted: nodes the configuration leaves out, kinds a connected node
+  is no longer wanted for; a node that vanished keeps its subscriptions (submgr waits for it);
+- keeps one SDL record per subscription (``<prefix><kind>.<meid>``), so the next run deletes
+  what this one left at submgr (``clear_stale``); ``stop`` deletes them all.
+
+Outcomes arrive at the xApp's ``/ric/v1/subscriptions/response`` (``on_response``). Counters
+go to the xApp's own ``Counter`` (status and ``/metrics``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from octoric.xapps.base.discovery import E2Node
+from octoric.xapps.base.errors import RestError, SubmgrError
+from octoric.xapps.base.shell import XappShell
+from octoric.xapps.base.subscription import (
+    SubmgrClient,
+    SubscriptionRequest,
+    SubscriptionResponse,
+)
+
+log = logging.getLogger("xapps.subscriptions")
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """One subscription an xApp wants on a node: a report action on one RAN function."""
+
+    kind: str  # the xApp's name for it, e.g. "kpm" or "rc"; one subscription per kind and node
+    ran_function_id: int
+    event_trigger: bytes
+    action_definition: bytes
+    measurements: tuple[str, ...] = ()  # what it asks the node for; a change resubscribes
+
+
+@dataclass
+class NodeSub:
+    meid: str
+    kind: str
+    subscription_id: str
+    state: str  # requesting | active | failed
+    since: float  # monotonic
+    e2_instance_id: int | None = None
+    error: str = ""
+    measurements: tuple[str, ...] = ()  # what was asked for
+
+
+WantsFn = Callable[[E2Node], list[Wanted]]
+
+
+class NodeSubscriptions:
+    def __init__(
+        self,
+        shell: XappShell,
+        wants: WantsFn,
+        submgr: SubmgrClient | None = None,
+        counters: Counter[str] | None = None,
+        sdl_prefix: str = "sub.",
+    ) -> None:
+        self.shell = shell
+        self.wants = wants
+        self.submgr = submgr or SubmgrClient()
+        self.counters: Counter[str] = Counter() if counters is None else counters
+        self.sdl_prefix = sdl_prefix
+        self.subs: dict[str, NodeSub] = {}
+        self.nodes: tuple[str, ...] = ()  # only these meids; empty: every connected node
+        self.period_s = 1.0
+        self.timeout_s = 10.0
+        self._resubscribe = False
+        self._connected: dict[str, bool] = {}  # per meid, as last seen
+        self._lock = threading.Lock()  # subs
+
+    def configure(self, nodes: tuple[str, ...], period_s: float, timeout_s: float) -> None:
+        self.nodes, self.period_s, self.timeout_s = nodes, period_s, timeout_s
+
+    def resubscribe_all(self) -> None:
+        """Ask every node again in the next round (e.g. the xApp's report settings changed)."""
+        self._resubscribe = True
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [asdict(s) for s in self.subs.values()]
+
+    def states(self) -> Counter[str]:
+        with self._lock:
+            return Counter(s.state for s in self.subs.values())
+
+    # --- one subscription ------------------------------------------------------------------
+    def request(self, meid: str, sid: str, want: Wanted) -> SubscriptionRequest:
+        return SubscriptionRequest(
+            meid, want.ran_function_id, want.event_trigger, want.action_definition,
+            self.shell.host, self.shell.http_port, self.shell.rmr_port,
+            xapp_event_instance_id=1, subscription_id=sid,
+        )  # fmt: skip
+
+    def _key(self, meid: str, kind: str) -> str:
+        return f"{kind}.{meid}"
+
+    def subscribe(self, meid: str, want: Wanted) -> NodeSub:
+        # our own id: submgr's outcome cannot arrive before we hold the record
+        sid = f"{self.shell.name}-{want.kind}-{uuid.uuid4().hex[:12]}"
+        sub = NodeSub(meid, want.kind, sid, "requesting", time.monotonic(),
+                      measurements=want.measurements)  # fmt: skip
+        key = self._key(meid, want.kind)
+        with self._lock:
+            self.subs[key] = sub
+        self.shell.sdl.set_json(
+            f"{self.sdl_prefix}{key}", {"subscription_id": sid, "meid": meid, "kind": want.kind}
+        )
+        try:
+            self.submgr.subscribe(self.request(meid, sid, want))
+            self.counters["subscriptions_requested"] += 1
+            asked = ", ".join(want.measurements) or f"RAN function {want.ran_function_id}"
+            log.info("%s subscription to %s requested (%s)", want.kind, meid, asked)
+        except SubmgrError as e:
+            sub.state, sub.error = "failed", str(e)
+            self.counters["subscription_errors"] += 1
+            log.warning("%s subscription to %s failed: %s", want.kind, meid, e)
+        return sub
+
+    def unsubscribe(self, key: str, timeout_s: float | None = None) -> bool:
+        """Delete at submgr and in the SDL; False if submgr could not be told."""
+        with self._lock:
+            sub = self.subs.pop(key, None)
+        if sub is None:
+            return True
+        ok = True
+        try:
+            self.submgr.delete(sub.subscription_id, timeout_s)
+        except SubmgrError as e:
+            ok = False
+            log.warning("could not delete subscription %s: %s", sub.subscription_id, e)
+        self.shell.sdl.delete(f"{self.sdl_prefix}{key}")
+        return ok
+
+    def on_response(self, resp: SubscriptionResponse) -> None:
+        with self._lock:
+            sub = next(
+                (s for s in self.subs.values() if s.subscription_id == resp.subscription_id), None
+            )
+        if sub is None:
+            self.counters["unknown_subscription_responses"] += 1
+            raise RestError(404, "unknown_subscription", f"no subscription {resp.subscription_id}")
+        inst = resp.instances[0] if resp.instances else None
+        if inst is not None and inst.ok:
+            sub.state, sub.e2_instance_id, sub.error = "active", inst.e2_event_instance_id, ""
+            self.counters["subscriptions_active"] += 1
+            self.shell.sdl.set_json(
+                f"{self.sdl_prefix}{self._key(sub.meid, sub.kind)}",
+                {"subscription_id": sub.subscription_id, "meid": sub.meid, "kind": sub.kind,
+                 "e2_instance_id": inst.e2_event_instance_id},
+            )  # fmt: skip
+        else:
+            sub.state = "failed"
+            sub.error = inst.error_cause if inst else "no subscription instance in the response"
+            self.counters["subscription_errors"] += 1
+            log.warning("%s subscription to %s failed: %s", sub.kind, sub.meid, sub.error)
+
+    # --- life cycle --------------------------------------------------------------------------
+    def clear_stale(self) -> None:
+        """Subscriptions a previous run of this xApp left behind: delete them at submgr."""
+        for key, d in self.shell.sdl.find_json(self.sdl_prefix).items():
+            sid = d.get("subscription_id") if isinstance(d, dict) else None
+            if isinstance(sid, str):
+                try:
+                    self.submgr.delete(sid)
+                    self.counters["stale_subscriptions_deleted"] += 1
+                except SubmgrError as e:
+                    log.warning("could not delete stale subscription %s: %s", sid, e)
+            self.shell.sdl.delete(key)
+
+    def run(self, stop: threading.Event) -> None:
+        """The discovery thread: clear what a previous run left, then a round per period."""
+        try:
+            self.clear_stale()
+        except Exception as e:  # SDL or submgr down: carry on, nodes are subscribed anyway
+            log.warning("clearing stale subscriptions failed: %s", e)
+        while not stop.is_set():
+            try:
+                self.discover_once()
+            except Exception as e:  # keep discovering whatever one round hit
+                self.counters["discovery_errors"] += 1
+                log.warning("node discovery failed: %s", e)
+            stop.wait(self.period_s)
+
+    def stop(self, timeout_s: float = 1.0) -> None:
+        """Delete every subscription (shutdown: a short timeout per call, what submgr could
+        not be told is left to the next run's ``clear_stale``)."""
+        for key in list(self.subs):
+            with self._lock:
+                sub = self.subs.get(key)
+            if sub is None:
+                continue
+            try:
+                self.submgr.delete(sub.subscription_id, timeout_s)
+            except SubmgrError as e:
+                log.warning("could not delete subscription %s: %s", sub.subscription_id, e)
+                continue
+            with self._lock:
+                self.subs.pop(key, None)
+            self.shell.sdl.delete(f"{self.sdl_prefix}{key}")
+            self.counters["subscriptions_deleted_at_stop"] += 1
+
+    # --- discovery ---------------------------------------------------------------------------
+    def discover_once(self) -> None:
+        if self.shell.xapp is None:
+            return
+        if self._resubscribe:
+            self._resubscribe = False
+            for key in list(self.subs):
+                self.unsubscribe(key)
+        now = time.monotonic()
+        held_at_submgr: set[str] | None = None
+        for node in self.shell.rnib_nodes():
+            was = self._connected.get(node.meid)
+            self._connected[node.meid] = node.connected
+            if self.nodes and node.meid not in self.nodes:
+                continue
+            if not node.connected:
+                continue
+            wanted = {w.kind: w for w in self.wants(node)}
+            if was is False:  # reconnected: does submgr still hold what we asked for?
+                if held_at_submgr is None:
+                    held_at_submgr = self._held_at_submgr()
+                self._after_reconnect(node.meid, held_at_submgr)
+            for kind, want in wanted.items():
+                key = self._key(node.meid, kind)
+                sub = self.subs.get(key)
+                retry = sub is not None and (
+                    (sub.state == "failed" and now - sub.since > 2 * self.period_s)
+                    or (sub.state == "requesting" and now - sub.since > self.timeout_s)
+                )
+                # the node set up again with another offer: ask for what it offers now
+                changed = sub is not None and sub.measurements != want.measurements
+                if changed:
+                    self.counters["resubscriptions_offer_changed"] += 1
+                if sub is None or retry or changed:
+                    if sub is not None:
+                        self.unsubscribe(key)
+                    self.subscribe(node.meid, want)
+            for key, sub in list(self.subs.items()):
+                if sub.meid == node.meid and sub.kind not in wanted:
+                    self.unsubscribe(key)
+        for key, sub in list(self.subs.items()):
+            if self.nodes and sub.meid not in self.nodes:
+                self.unsubscribe(key)
+
+    def _held_at_submgr(self) -> set[str] | None:
+        try:
+            return {str(s.get("SubscriptionId")) for s in self.submgr.list()}
+        except SubmgrError as e:
+            log.warning("cannot list submgr's subscriptions: %s", e)
+            return None
+
+    def _after_reconnect(self, meid: str, held: set[str] | None) -> None:
+        if held is None:  # submgr did not answer: keep ours, the next reconnect asks again
+            return
+        for key, sub in list(self.subs.items()):
+            if sub.meid == meid and sub.subscription_id not in held:
+                self.counters["resubscriptions_node_reconnect"] += 1
+                self.unsubscribe(key)  # forget it: the loop subscribes again this round

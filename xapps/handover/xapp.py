@@ -1,0 +1,287 @@
+"""The handover xApp, first step: E2SM-RC REPORT style 4 in, OCTORIC_HO_EVENT (30501) out.
+
+- subscribes every node that offers E2SM-RC (RAN function 3) to RC REPORT style 4 (UE
+  information, octoric's handover phase), through the shared per-node manager
+  (``base.node_subscriptions``: R-NIB discovery, submgr REST, resubscription, SDL records);
+- per RC RIC_INDICATION (12050): ``rc_input.ue_infos`` -> ``Detector.on_report`` -> one 30501
+  per event, sent by route table (the RIC routes 30501 to every xApp whose descriptor lists it
+  in ``rxMessages``: OCC, researchers' xApps);
+- REST on the HTTP port: ``/handover/v1/status``, ``/metrics``, health, submgr's subscription
+  responses; SDL ``octoric.handover``: the subscription records.
+
+Threads: RMRXapp's dispatch thread runs the detector; HTTP threads read it under a lock.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from octoric.contracts import message_types as mt
+from octoric.contracts.ho_event import HoEvent
+from octoric.e2sm import e2ap, rc
+from octoric.e2sm.errors import E2smError
+from octoric.xapps.base.config import controls_of, typed_controls
+from octoric.xapps.base.discovery import E2Node
+from octoric.xapps.base.http import Request, Response
+from octoric.xapps.base.metrics import Quantiles, StatsCollector
+from octoric.xapps.base.node_subscriptions import NodeSub, NodeSubscriptions, Wanted
+from octoric.xapps.base.sdl import SdlStore
+from octoric.xapps.base.shell import RmrMessage, XappShell
+from octoric.xapps.base.subscription import SubmgrClient
+from octoric.xapps.handover import rc_input
+from octoric.xapps.handover.detector import Detector
+from octoric.xapps.handover.xapp_config import HandoverXappConfig
+
+log = logging.getLogger("xapps.handover")
+NAME = "handover"
+RC = "rc"  # the one kind of subscription the xApp holds per node
+SUB = "sub."  # SDL keys of the subscription records
+EXPIRE_EVERY_S = 1.0
+
+
+def unix_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class HandoverXapp:
+    def __init__(
+        self,
+        rmr_port: int,
+        http_port: int,
+        host: str = "127.0.0.1",
+        sdl: SdlStore | None = None,
+        submgr: SubmgrClient | None = None,
+        clock: Callable[[], int] = unix_ms,
+    ) -> None:
+        self.shell = XappShell(NAME, rmr_port, http_port, host, sdl)
+        self.cfg = HandoverXappConfig()
+        self.detector = Detector(clock)
+        self.counters: Counter[str] = Counter()
+        self.rejected: Counter[str] = Counter()  # indications by reason
+        self.events: Counter[str] = Counter()  # published or not, by kind
+        self.last_errors: deque[dict[str, Any]] = deque(maxlen=20)
+        self.recent: deque[dict[str, Any]] = deque(maxlen=50)  # the latest events
+        self.latency = Quantiles()
+        self.started_at = time.time()
+        self.node_subs = NodeSubscriptions(
+            self.shell, self._wants, submgr, self.counters, sdl_prefix=SUB
+        )
+        self._lock = threading.Lock()  # detector, recent
+        # 30501s that found no route yet (the receivers register a few seconds after start):
+        # (first try, monotonic s; payload; meid), resent in order
+        self._unsent: deque[tuple[float, bytes, str]] = deque(maxlen=1000)
+        self._send_lock = threading.Lock()
+        self._last_expire = time.monotonic()
+        self._stop = threading.Event()
+        self.shell.on_config = self.apply_config
+        self.shell.on_subscription_response = self.node_subs.on_response
+        self.shell.http.add("GET", "/handover/v1/status", lambda r: Response.json(self.status()))
+        self.shell.http.add("GET", "/handover/v1/ues", self._ues)
+        self.shell.registry.register(
+            StatsCollector("octoric_handover", self._stats, _LABELS, _HELP)
+        )
+
+    @property
+    def subs(self) -> dict[str, NodeSub]:
+        return self.node_subs.subs
+
+    # --- configuration -------------------------------------------------------------------------
+    def apply_config(self, descriptor: dict[str, Any]) -> None:
+        """The descriptor's ``controls`` (raises XappConfigError, keeping the old config)."""
+        new = typed_controls(HandoverXappConfig, controls_of(descriptor))
+        self.cfg = new
+        self.detector.forget_ms = int(new.forget_s * 1000)
+        self.detector.max_handover_ms = int(new.max_handover_s * 1000)
+        self.node_subs.configure(new.nodes, new.discovery_period_s, new.subscription_timeout_s)
+        self.counters["config_loads"] += 1
+        log.info("configuration applied: %s", asdict(new))
+
+    # --- start / stop ------------------------------------------------------------------------
+    def start(self) -> None:
+        # a descriptor that does not validate at start is fatal (XappConfigError)
+        self.apply_config(self.shell.load_config())
+        self.shell.start_http()
+        threading.Thread(
+            target=self.node_subs.run, args=(self._stop,), name="discovery", daemon=True
+        ).start()
+        threading.Thread(target=self._resender, name="resend", daemon=True).start()
+        self.shell.start_rmr({mt.RIC_INDICATION: self.on_indication})
+        log.info("handover xApp up: RMR %d, HTTP %d", self.shell.rmr_port, self.shell.http_port)
+
+    def stop(self) -> None:
+        """Delete the subscriptions and leave the route tables (the process exits)."""
+        self._stop.set()
+        self.node_subs.stop()
+        if self.shell.xapp is not None:
+            try:
+                self.shell.xapp.deregister()
+            except Exception as e:  # best effort: appmgr may be gone already
+                log.warning("deregistration failed: %s", e)
+
+    # --- subscriptions ---------------------------------------------------------------------
+    @staticmethod
+    def rc_wanted() -> Wanted:
+        return Wanted(
+            RC, rc.RAN_FUNCTION_ID, rc_input.event_trigger(), rc_input.action_definition()
+        )
+
+    def _wants(self, node: E2Node) -> list[Wanted]:
+        return [self.rc_wanted()] if node.has_function(rc.OID, rc.RAN_FUNCTION_ID) else []
+
+    # --- RMR (dispatch thread) ---------------------------------------------------------------
+    def _reject(self, reason: str, message: str, meid: str) -> None:
+        self.rejected[reason] += 1
+        self.last_errors.append({"at": time.time(), "meid": meid, "reason": reason,
+                                 "error": message})  # fmt: skip
+        if self.rejected[reason] in (1, 10, 100) or self.rejected[reason] % 1000 == 0:
+            log.warning("indication from %s rejected (%d so far): %s", meid,
+                        self.rejected[reason], message)  # fmt: skip
+
+    def on_indication(self, msg: RmrMessage) -> None:
+        t_in = time.perf_counter()
+        self.counters["indications"] += 1
+        try:
+            ind = e2ap.decode_e2ap(msg.payload)
+        except (E2smError, ValueError, KeyError, TypeError) as e:
+            self._reject("undecodable", str(e), msg.meid)
+            return
+        if not isinstance(ind, e2ap.RicIndication):
+            self._reject("not_indication", f"{type(ind).__name__}, not an indication", msg.meid)
+            return
+        if ind.ran_function_id != rc.RAN_FUNCTION_ID:
+            self._reject("not_rc", f"RAN function {ind.ran_function_id}", msg.meid)
+            return
+        try:
+            infos = rc_input.ue_infos(ind, msg.meid)
+        except rc_input.RcInputError as e:
+            self._reject(e.reason, str(e), msg.meid)
+            return
+        with self._lock:
+            events = self.detector.on_report(infos)
+            if time.monotonic() - self._last_expire >= EXPIRE_EVERY_S:
+                self._last_expire = time.monotonic()
+                self.detector.expire()
+        for ev in events:
+            self.publish(ev, msg.meid)
+        if events:
+            self.latency.observe(time.perf_counter() - t_in)
+
+    def publish(self, ev: HoEvent, meid: str) -> bool:
+        """One 30501, after any still unsent (order kept). One that finds no route or peer is
+        counted and tried again for ``event_retry_s`` (receivers join a few seconds after the
+        xApp starts), then dropped; never raised. True if it (and all before it) went out."""
+        body = ev.to_json()
+        with self._lock:
+            self.recent.append(body)
+        self.events[ev.event] += 1
+        if not self.cfg.publish_events:
+            return False
+        payload = json.dumps(body, separators=(",", ":")).encode()
+        with self._send_lock:
+            if len(self._unsent) == self._unsent.maxlen:
+                self.counters["events_dropped"] += 1
+            self._unsent.append((time.monotonic(), payload, meid))
+            return self._send_unsent()
+
+    def _send_unsent(self) -> bool:
+        """Send the queue in order (caller holds ``_send_lock``); True once it is empty."""
+        while self._unsent:
+            first, payload, meid = self._unsent[0]
+            if time.monotonic() - first > self.cfg.event_retry_s:
+                self._unsent.popleft()
+                self.counters["events_dropped"] += 1
+                continue
+            if not self.shell.send(mt.OCTORIC_HO_EVENT, payload, meid=meid, retries=2):
+                self.counters["events_unsent"] += 1  # send attempts that failed
+                return False
+            self._unsent.popleft()
+            self.counters["events_sent"] += 1
+        return True
+
+    def _resender(self) -> None:
+        while not self._stop.wait(0.05):
+            if self._unsent:
+                with self._send_lock:
+                    self._send_unsent()
+
+    # --- REST --------------------------------------------------------------------------------
+    def _ues(self, req: Request) -> Response:
+        with self._lock:
+            tracks = [asdict(t) for t in self.detector.tracks.values()]
+        return Response.json(sorted(tracks, key=lambda t: (t["ue"], t["guami"] or "")))
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            in_ho = [asdict(t) for t in self.detector.in_handover()]
+            detector = dict(self.detector.counters)
+            recent = list(self.recent)
+            ues = len(self.detector.tracks)
+        return {
+            "xapp": NAME,
+            "uptime_s": round(time.time() - self.started_at, 3),
+            "subscriptions": self.node_subs.snapshot(),
+            "counters": dict(self.counters),
+            "ho_events": dict(self.events),
+            "detector": detector,
+            "ues_followed": ues,
+            "in_handover": in_ho,
+            "events_waiting": len(self._unsent),
+            "recent_events": recent,
+            "rejected_indications": dict(self.rejected),
+            "rest_errors": dict(self.shell.http.counters.errors),
+            "rmr": dict(self.shell.rmr_counters),
+            "config_errors": self.shell.config_errors,
+            "last_config_error": self.shell.last_config_error,
+            "last_errors": list(self.last_errors),
+            "latency_ms": {
+                q: None if (v := self.latency.quantile(float(q))) is None else round(v * 1e3, 3)
+                for q in ("0.5", "0.99")
+            },
+            "config": asdict(self.cfg),
+        }
+
+    def _stats(self) -> dict[str, Any]:
+        with self._lock:
+            ues, in_ho = len(self.detector.tracks), len(self.detector.in_handover())
+            detector = Counter(self.detector.counters)
+        return {
+            "indications_total": self.counters["indications"],
+            "events": self.events,
+            "events_unsent_total": self.counters["events_unsent"],
+            "events_dropped_total": self.counters["events_dropped"],
+            "detection_latency_seconds": self.latency,
+            "ues": ues,
+            "ues_in_handover": in_ho,
+            "detector": detector,
+            "rejected_indications": self.rejected,
+            "rest_errors": self.shell.http.counters.errors,
+            "rmr": Counter(self.shell.rmr_counters),
+            "subscriptions": self.node_subs.states(),
+            "config_errors_total": self.shell.config_errors,
+        }
+
+
+_LABELS = {
+    "events": "kind",
+    "detector": "counter",
+    "rejected_indications": "reason",
+    "rest_errors": "reason",
+    "subscriptions": "state",
+}
+_HELP = {
+    "events": "handover events detected, by kind (start, end)",
+    "events_unsent_total": "30501 send attempts that found no route or peer (tried again)",
+    "events_dropped_total": "30501 messages given up after event_retry_s",
+    "detection_latency_seconds": "RC indication in -> its 30501 sent",
+    "ues": "UEs the detector follows",
+    "ues_in_handover": "UEs in a handover now",
+    "detector": "detector counters (entries, starts, ends, duplicates, ...)",
+    "rejected_indications": "indications rejected, by reason",
+}

@@ -1,0 +1,27 @@
+"""The handover xApp's ``controls`` (descriptor section), validated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from octoric.xapps.base.errors import XappConfigError
+
+
+@dataclass(frozen=True)
+class HandoverXappConfig:
+    nodes: tuple[str, ...] = ()  # only these meids; empty: every connected node offering RC
+    discovery_period_s: float = 1.0
+    subscription_timeout_s: float = 10.0  # no outcome by then: ask again
+    publish_events: bool = True  # OCTORIC_HO_EVENT (30501)
+    event_retry_s: float = 5.0  # a 30501 without a route yet is tried again this long
+    forget_s: float = 60.0  # a UE not reported for this long is forgotten
+    max_handover_s: float = 30.0  # a start without an end for this long is dropped
+
+    def __post_init__(self) -> None:
+        if not 0.05 <= self.discovery_period_s <= 3600:
+            raise XappConfigError("controls.discovery_period_s", "must be 0.05..3600 s")
+        if self.subscription_timeout_s <= 0:
+            raise XappConfigError("controls.subscription_timeout_s", "must be > 0")
+        for name in ("forget_s", "max_handover_s", "event_retry_s"):
+            if not 0 < getattr(self, name) <= 86_400:
+                raise XappConfigError(f"controls.{name}", "must be in (0, 86400] s")
