@@ -4,6 +4,8 @@
 |---|---|
 | ``abw_report`` | RMR 30500 OCTORIC_ABW_REPORT (OCC xApp) |
 | ``ho_event`` | RMR 30501 OCTORIC_HO_EVENT (handover xApp) |
+| ``octopus_status`` | RMR 30502 OCTORIC_OCTOPUS_STATUS (octopus xApp, issue #13) |
+| ``octopus_drop_policy`` | A1 policy type 30500 "octopus-drop-policy" (its ``create_schema``, draft 7) |
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 VERSION = 1  # every payload carries "version"; a new major breaks readers
 ABW_SCHEMA = "octoric.abw_report"
 HO_SCHEMA = "octoric.ho_event"
+OCTOPUS_STATUS_SCHEMA = "octoric.octopus_status"
+OCTOPUS_POLICY_TYPE_ID = 30500
+OCTOPUS_POLICY_TYPE_NAME = "octopus-drop-policy"
 
 
 def names() -> list[str]:
