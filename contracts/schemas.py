@@ -5,7 +5,7 @@
 | ``abw_report`` | RMR 30500 OCTORIC_ABW_REPORT (OCC xApp) |
 | ``ho_event`` | RMR 30501 OCTORIC_HO_EVENT (handover xApp) |
 | ``octopus_status`` | RMR 30502 OCTORIC_OCTOPUS_STATUS (octopus xApp, issue #13) |
-| ``octopus_drop_policy`` | A1 policy type 30500 "octopus-drop-policy" (its ``create_schema``, draft 7) |
+| ``octopus_drop_policy`` | A1 policy type 30500 "octopus-drop-policy" (``create_schema``) |
 """
 
 from __future__ import annotations
