@@ -211,6 +211,11 @@ class OccXapp:
         except IndicationError as e:
             self._reject(e.reason, str(e), msg.meid)
             return
+        ahead_ms = inp.t0_ms + inp.n_granules * self.cfg.granularity_ms - time.time() * 1000.0
+        if ahead_ms > self.cfg.max_clock_ahead_ms:
+            # checked before the engine sees it: its per-UE "latest sample" never moves ahead
+            self._reject("clock_ahead", f"time stamps {ahead_ms / 1000:.1f} s ahead", msg.meid)
+            return
         batch, used = self._ingest(inp, msg.meid)
         if batch is None or used is None:
             return

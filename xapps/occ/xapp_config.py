@@ -28,6 +28,9 @@ class OccXappConfig:
     state_period_ms: int = 100  # UE records -> SDL
     checkpoint_period_ms: int = 1000  # engine state -> SDL
     publish_reports: bool = True  # OCTORIC_ABW_REPORT (30500)
+    # an indication whose granules end further ahead of this xApp's clock is dropped (counted
+    # clock_ahead): one forged far-future time stamp must not make every real one "too old"
+    max_clock_ahead_ms: int = 5000
     engine: dict[str, Any] = field(default_factory=dict)  # OccConfig fields
 
     def __post_init__(self) -> None:

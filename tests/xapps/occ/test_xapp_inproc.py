@@ -121,3 +121,30 @@ def test_subscription_requests(xapp: OccXapp, ho: HandoverXapp) -> None:
 
     d = kpm.decode_kpm(kpm.KpmActionDefinition, kpm_act)
     assert d.style == 4 and d.format.subscription.granularity_ms == 1  # type: ignore[union-attr]
+
+
+def test_a_forged_future_time_stamp_does_not_lock_out_the_node(xapp: OccXapp) -> None:
+    """Issue #17: one indication stamped an hour ahead used to move every UE's latest sample an
+    hour on, so the engine rejected each real indication until a restart. Now it is dropped
+    before the engine (counted clock_ahead) and the real ones keep flowing."""
+    import time
+
+    from octoric.e2sm import kpm
+    from octoric.e2sm.common import ntp_timestamp
+
+    src = OccIndications([101, 102], pool_periods=4)
+
+    def send(h: bytes, m: bytes, sn: int) -> None:
+        pdu = e2ap.encode_e2ap(e2ap.RicIndication(RicRequestId(123, 5), 2, 1, h, m, sn=sn))
+        xapp.on_indication(RmrMessage(12050, 5, "gnb_a", pdu))
+
+    h, m = src(_Sub, 0)
+    send(h, m, 0)
+    forged = kpm.encode_kpm(kpm.KpmIndicationHeader(ntp_timestamp(time.time() + 3600.0)))
+    send(forged, m, 1)
+    assert xapp.rejected["clock_ahead"] == 1
+    before = xapp.counters["ue_samples"]
+    for sn in range(1, 6):
+        send(*src(_Sub, sn), sn + 1)
+    assert xapp.counters["ue_samples"] > before  # the real ones still reach the engine
+    assert sum(xapp.rejected.values()) == 1
