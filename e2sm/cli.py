@@ -1,6 +1,6 @@
 """``octoric e2sm``: decode / encode E2AP, E2SM-KPM and E2SM-RC PDUs from the shell.
 
-    octoric e2sm decode --pdu E2AP-PDU --hex 0004...          # JSON on stdout
+    octoric e2sm decode --hex 0004...                         # an E2AP-PDU -> JSON on stdout
     octoric e2sm decode --pdu E2SM-KPM-IndicationMessage --file msg.bin
     octoric e2sm encode --pdu E2SM-KPM-EventTriggerDefinition --json trig.json   # hex
     octoric e2sm types                                        # what --pdu accepts
@@ -110,7 +110,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sub = p.add_subparsers(dest="e2sm_command", metavar="SUBCOMMAND")
 
     d = sub.add_parser("decode", help="aligned-PER bytes -> JSON")
-    d.add_argument("--pdu", required=True, help="ASN.1 type, e.g. E2AP-PDU")
+    d.add_argument(
+        "--pdu",
+        default="E2AP-PDU",
+        help="ASN.1 type (default: %(default)s; see `octoric e2sm types`)",
+    )
     src = d.add_mutually_exclusive_group(required=True)
     src.add_argument("--hex", help="the PDU as hex")
     src.add_argument("--file", help="file with the PDU (raw bytes or hex text; - = stdin)")

@@ -7,9 +7,16 @@ paper's comparison (issue #7; logic in ``octoric.experiments.occ_eval``).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
+
+from octoric.errors import OctoricError
+
+# ../shared beside the repository (docs/occ.md); the public Mahimahi traces otherwise
+DEFAULT_TRACES = "../shared/traces/mahimahi"
+DEFAULT_OUT = "build/occ-eval/results.json"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -18,8 +25,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     o = sub.add_parser(
         "occ", help="OCC-fed (OCC engine) vs GCC vs PBE-CC-style senders on Mahimahi traces"
     )
-    o.add_argument("--traces", required=True, metavar="DIR", help="folder of Mahimahi *.down")
-    o.add_argument("--json", required=True, metavar="OUT", help="write the results here")
+    o.add_argument(
+        "--traces", metavar="DIR",
+        help=f"folder of Mahimahi *.down (default: $OCTORIC_TRACES, else {DEFAULT_TRACES})",
+    )  # fmt: skip
+    o.add_argument(
+        "--json", metavar="OUT", default=DEFAULT_OUT,
+        help="write the results here; plots beside it (default: %(default)s)",
+    )  # fmt: skip
     o.add_argument(
         "--duration", type=float, default=120.0, metavar="S",
         help="simulated seconds per run (default 120)",
@@ -71,10 +84,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(func=_help)
 
 
+def traces_dir(arg: str | None) -> Path:
+    """``--traces``, else ``$OCTORIC_TRACES``, else ../shared/traces/mahimahi beside the repo."""
+    path = Path(arg or os.environ.get("OCTORIC_TRACES") or DEFAULT_TRACES)
+    if not path.is_dir():
+        raise OctoricError(
+            f"no trace folder {path}: give --traces DIR (the public Mahimahi cellular traces, "
+            "github.com/ravinet/mahimahi, folder traces/; *.down files)"
+        )
+    return path
+
+
 def _cmd_occ(args: argparse.Namespace) -> int:
     from octoric.experiments import occ_eval as ev
 
-    cases = ev.find_cases(Path(args.traces), contention=not args.no_contention)
+    cases = ev.find_cases(traces_dir(args.traces), contention=not args.no_contention)
     if args.only:
         known = {c.name for c in cases}
         missing = sorted(set(args.only) - known)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -108,11 +109,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         rc: int = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
     except OctoricError as e:
         print(f"octoric: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader went away (`octoric ... | head`): stop quietly, as a pipeline expects
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE
     finally:
         logging.shutdown()
     return rc

@@ -122,6 +122,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from octoric.sim.runner import run_offline
     from octoric.sim.summary import write_outputs
 
+    if args.plot and not args.json:
+        raise SimError("--plot writes its PNGs beside the summary: give --json OUT too")
     sc = _scenario(args)
     progress = (not args.quiet and sys.stderr.isatty()) or (not args.quiet and sc.duration_s >= 60)
     res = run_offline(sc, args.seed, progress=progress)

@@ -71,3 +71,35 @@ def test_real_import_errors_inside_a_plugin_surface(
     monkeypatch.setitem(cli._PLUGGABLE, "eval", ("octoric_probe_plugin", "x", "#7"))
     with pytest.raises(ModuleNotFoundError, match="no_such_dependency_xyz"):
         cli.build_parser()
+
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    """`octoric doctor | head -1` (issue #16): no BrokenPipe traceback, the pipeline's code."""
+    import subprocess
+    import sys
+
+    p = subprocess.run(
+        f"{sys.executable} -m octoric.cli doctor | head -c 1",
+        shell=True, capture_output=True, text=True, timeout=60,
+        executable="/bin/bash",
+    )  # fmt: skip
+    assert "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr, p.stderr
+
+
+def test_friendly_defaults(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue #16: `e2sm decode` defaults to E2AP-PDU; `sim run --plot` without --json is an
+    error before any work; `eval occ` without traces names where to get them."""
+    from octoric.cli import main
+    from octoric.e2sm import e2ap
+    from octoric.e2sm.e2ap_ies import RicRequestId
+
+    pdu = e2ap.encode_e2ap(e2ap.RicSubscriptionDeleteRequest(RicRequestId(1, 2), 2))
+    assert main(["e2sm", "decode", "--hex", pdu.hex()]) == 0
+    assert "RICsubscriptionDeleteRequest" in capsys.readouterr().out
+    assert main(["sim", "run", "--plot", "--duration", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "--plot writes its PNGs beside the summary: give --json OUT" in err
+    missing = tmp_path / "nope"
+    assert main(["eval", "occ", "--traces", str(missing), "--json", str(tmp_path / "o.json")]) == 1
+    err = capsys.readouterr().err
+    assert f"no trace folder {missing}" in err and "mahimahi" in err
