@@ -122,7 +122,8 @@ def run(cfg: RunConfig, factory: ComponentFactory, live: bool = True) -> int:
     """Run Redis and the components ``factory`` builds under the supervisor."""
     fmt = None if cfg.log.format == "auto" else cfg.log.format
     octolog.configure("octoric-run", fmt=fmt, level=cfg.log.level)
-    run_dir = Path(cfg.report_dir) / time.strftime("%Y%m%d-%H%M%S")
+    # absolute: the state pointers and child processes must not depend on a working directory
+    run_dir = Path(cfg.report_dir).absolute() / time.strftime("%Y%m%d-%H%M%S")
     run_dir.mkdir(parents=True, exist_ok=True)
     ctx = RunContext(config=cfg, run_dir=run_dir)
     components: list[Component] = [RedisComponent(), *factory(ctx)]

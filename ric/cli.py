@@ -112,7 +112,7 @@ def _alive(pid: int) -> bool:
 
 def _down(args: argparse.Namespace) -> int:
     if not _pidfile().exists():
-        print("no detached RIC to stop")
+        print(f"no detached RIC to stop (no {_pidfile()})")
         return 0
     pid = int(_pidfile().read_text())
     if _alive(pid):

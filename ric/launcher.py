@@ -2,7 +2,8 @@
 
 Used by ``octoric ric up`` and by ``octoric run`` (``octoric.deploy.embedded``). The runtime file
 ``<run_dir>/ric.json`` tells each process where Redis is and which ports to use;
-``build/ric/current.json`` points to the RIC that is running now, for ``octoric ric status``.
+``<state dir>/current.json`` (``state_dir()``) points to the RIC that is running now, for
+``octoric ric status`` from any working directory.
 """
 
 from __future__ import annotations
@@ -24,8 +25,13 @@ from octoric.supervisor import ChildProcess, RunContext
 
 
 def state_dir() -> Path:
-    """Where the running RIC leaves its pointers (``OCTORIC_STATE_DIR``, default build/ric)."""
-    return Path(os.environ.get("OCTORIC_STATE_DIR", "build/ric"))
+    """Where the running RIC leaves its pointers, the same from any working directory:
+    ``$OCTORIC_STATE_DIR``, else ``$XDG_STATE_HOME/octoric``, else ``~/.local/state/octoric``."""
+    explicit = os.environ.get("OCTORIC_STATE_DIR")
+    if explicit:
+        return Path(explicit).absolute()
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base).absolute() / "octoric"
 
 
 def _current() -> Path:
