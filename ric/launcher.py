@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from octoric.config import RicConfig
 from octoric.e2sm.transport import resolve
 from octoric.errors import OctoricError
 from octoric.ric.services import COMPONENTS, HOST, RicRuntime
@@ -46,6 +47,30 @@ def _http_ok(url: str, timeout: float = 0.5) -> bool:
         return False
 
 
+def busy_port_check(ric: RicConfig) -> None:
+    """Fail at once, naming the port and its setting, when one the RIC needs is taken (each RMR
+    endpoint also listens on its port + 1), instead of a process that dies and restarts."""
+    import socket
+
+    wanted: list[tuple[int, str]] = []
+    for name, value in asdict(ric).items():
+        if name.endswith("_port") and isinstance(value, int):
+            wanted.append((value, f"ric.{name}"))
+            if name.endswith("_rmr_port"):
+                wanted.append((value + 1, f"ric.{name} + 1, its route port"))
+    for port, what in wanted:
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind((ric.bind_address, port))
+            except OSError as e:
+                raise OctoricError(
+                    f"port {port} ({what}) on {ric.bind_address} is in use ({e.strerror}): "
+                    f"is another octoric running? `ss -ltnp 'sport = :{port}'` names the "
+                    f"owner; choose another with --set {what.split()[0]}=PORT"
+                ) from None
+
+
 class RicComponent:
     """The embedded RIC as one supervisor component: four child processes, started in order."""
 
@@ -59,6 +84,7 @@ class RicComponent:
 
     async def start(self, ctx: RunContext) -> None:
         ric = ctx.config.ric
+        busy_port_check(ric)
         self.rt = RicRuntime(
             ric,
             ctx.redis_host,

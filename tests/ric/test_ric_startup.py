@@ -54,5 +54,7 @@ def test_port_conflict_fails_cleanly(tmp_path: Path) -> None:
         env = dict(os.environ, OCTORIC_STATE_DIR=str(tmp_path / "state"))
         r = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 1
-    assert "ric-a1 exited with code 1" in r.stderr
+    # the port and the setting that names it, at once (issue #16), not a dying child process
+    assert f"port {ports['squatter']} (ric.a1_rmr_port) on 127.0.0.1 is in use" in r.stderr
+    assert "--set ric.a1_rmr_port=PORT" in r.stderr
     assert _processes_mentioning(str(tmp_path)) == [], "RIC processes were left running"
