@@ -7,6 +7,10 @@ SCTP for real E2 nodes (srsRAN_Project only speaks SCTP).
 
 Both sides (e2term's server, the simulated gNB's client) use ``E2Connection``: ``send(pdu)`` and
 ``recv() -> pdu``, whatever the transport underneath.
+
+Liveness: TCP connections carry keepalive with short timers (``KEEPALIVE``), so a peer whose
+host died is noticed in seconds, not hours; and a PDU whose length header has arrived must be
+complete within ``read_timeout_s`` (a stalled sender cannot hold a connection half-read).
 """
 
 from __future__ import annotations
@@ -24,11 +28,33 @@ SOL_SCTP = 132
 SCTP_SNDRCV = 1  # cmsg type carrying struct sctp_sndrcvinfo
 E2AP_PPID = 70
 MAX_PDU = 1 << 20  # a frame announcing more is hostile: the connection is closed
+# TCP keepalive: idle seconds before the first probe, seconds between probes, probes lost
+# before the connection is dead: a vanished peer is detected after about 5 + 3 * 1 = 8 s
+KEEPALIVE = (5, 1, 3)
 Transport = Literal["sctp", "tcp"]
 
 
 class E2TransportError(Exception):
     """The peer broke the framing (length over MAX_PDU, or a zero-length frame)."""
+
+
+class E2ReadTimeout(E2TransportError):
+    """A PDU started but did not complete within the connection's read timeout."""
+
+
+def enable_keepalive(sock: Any, keepalive: tuple[int, int, int] = KEEPALIVE) -> None:
+    """SO_KEEPALIVE with short timers on a TCP socket (and the same bound on unacknowledged
+    data via TCP_USER_TIMEOUT, as keepalive probes stop while data is in flight)."""
+    idle, interval, probes = keepalive
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for opt, value in (
+        ("TCP_KEEPIDLE", idle),
+        ("TCP_KEEPINTVL", interval),
+        ("TCP_KEEPCNT", probes),
+        ("TCP_USER_TIMEOUT", (idle + interval * probes) * 1000),
+    ):
+        if hasattr(socket, opt):  # Linux names; other kernels keep their defaults
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), value)
 
 
 def kernel_has_sctp() -> bool:
@@ -63,12 +89,18 @@ class E2Connection:
         self.transport = transport
         self.peer = peer
         self.stats = E2Stats()
+        # once a PDU has started, the rest must arrive within this (None: wait for ever)
+        self.read_timeout_s: float | None = None
 
     async def send(self, pdu: bytes) -> None:
         raise NotImplementedError
 
     async def recv(self) -> bytes:
         """The next PDU; raises EOFError when the peer closed."""
+        raise NotImplementedError
+
+    def alive(self) -> bool:
+        """False once the connection is known closed or broken (peer EOF, keepalive failure)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -83,6 +115,7 @@ class TcpFramedConnection(E2Connection):
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            enable_keepalive(sock)
 
     async def send(self, pdu: bytes) -> None:
         self.writer.write(struct.pack(">I", len(pdu)) + pdu)
@@ -97,12 +130,21 @@ class TcpFramedConnection(E2Connection):
             if n == 0 or n > MAX_PDU:
                 self.stats.framing_errors += 1
                 raise E2TransportError(f"frame length {n} outside 1..{MAX_PDU}")
-            pdu = await self.reader.readexactly(n)
+            try:
+                pdu = await asyncio.wait_for(self.reader.readexactly(n), self.read_timeout_s)
+            except TimeoutError:
+                raise E2ReadTimeout(
+                    f"{n}-byte PDU not complete within {self.read_timeout_s} s"
+                ) from None
         except asyncio.IncompleteReadError as e:
             raise EOFError("peer closed the E2 connection") from e
         self.stats.pdus_in += 1
         self.stats.bytes_in += len(pdu)
         return pdu
+
+    def alive(self) -> bool:
+        r = self.reader
+        return not (self.writer.is_closing() or r.exception() is not None or r.at_eof())
 
     def close(self) -> None:
         self.writer.close()
@@ -149,8 +191,14 @@ class SctpConnection(E2Connection):
             except BlockingIOError:
                 fut = loop.create_future()
                 loop.add_reader(self.sock, fut.set_result, None)
+                # a message already begun must finish within the read timeout
+                limit = self.read_timeout_s if parts else None
                 try:
-                    await fut
+                    await asyncio.wait_for(fut, limit)
+                except TimeoutError:
+                    raise E2ReadTimeout(
+                        f"SCTP message not complete within {self.read_timeout_s} s"
+                    ) from None
                 finally:
                     loop.remove_reader(self.sock)
                 continue
@@ -167,6 +215,9 @@ class SctpConnection(E2Connection):
         self.stats.bytes_in += len(pdu)
         return pdu
 
+    def alive(self) -> bool:
+        return self.sock.fileno() != -1  # SCTP heartbeats close a dead association
+
     def close(self) -> None:
         self.sock.close()
 
@@ -177,8 +228,16 @@ Handler = Callable[[E2Connection], Coroutine[Any, Any, None]]
 class E2Server:
     """Accepts E2 nodes on ``host:port`` and runs ``handler(conn)`` for each association."""
 
-    def __init__(self, handler: Handler, host: str, port: int, transport: Transport) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        host: str,
+        port: int,
+        transport: Transport,
+        read_timeout_s: float | None = None,
+    ) -> None:
         self.handler, self.host, self.port, self.transport = handler, host, port, transport
+        self.read_timeout_s = read_timeout_s
         self._server: asyncio.base_events.Server | None = None
         self._sctp_sock: socket.socket | None = None
         self._accept_task: asyncio.Task[None] | None = None
@@ -188,7 +247,9 @@ class E2Server:
         if self.transport == "tcp":
 
             async def on_conn(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-                await self.handler(TcpFramedConnection(r, w))
+                conn = TcpFramedConnection(r, w)
+                conn.read_timeout_s = self.read_timeout_s
+                await self.handler(conn)
 
             self._server = await asyncio.start_server(
                 on_conn, self.host, self.port, reuse_address=True
@@ -210,7 +271,9 @@ class E2Server:
         assert self._sctp_sock is not None
         while True:
             conn, _ = await loop.sock_accept(self._sctp_sock)
-            t = asyncio.create_task(self.handler(SctpConnection(conn)))
+            sc = SctpConnection(conn)
+            sc.read_timeout_s = self.read_timeout_s
+            t = asyncio.create_task(self.handler(sc))
             self._tasks.add(t)
             t.add_done_callback(self._tasks.discard)
 

@@ -49,6 +49,13 @@ class RicConfig:
     rtmgr_rest_port: int = ports.RTMGR_REST
     rtmgr_rmr_port: int = ports.RTMGR_RMR
     e2term_http_port: int = ports.E2TERM_HTTP  # e2term's /metrics
+    # E2 admission (docs/ric.md "E2 admission"): seconds to complete E2 Setup, seconds for a
+    # started PDU to complete, connections allowed to wait for setup, and how long a connected
+    # node must be silent before a newcomer with its ID may take over
+    e2_setup_timeout_s: float = 10.0
+    e2_read_timeout_s: float = 10.0
+    e2_max_half_open: int = 64
+    e2_idle_takeover_s: float = 15.0
 
 
 @dataclass

@@ -4,6 +4,14 @@
   answered, and submgr is told (RAN_CONNECTED, JSON ``{"meid", "event"}``) so it re-establishes
   the node's subscriptions. A setup storm (more than ``max_setups_per_s``) is answered with
   E2setupFailure + TimeToWait.
+- Admission: a setup naming a node whose association is alive is refused (E2setupFailure,
+  misc/unspecified, TimeToWait ``duplicate_time_to_wait``), so no other process can take over
+  a node and its subscriptions. The old association counts as dead, and the newcomer is
+  admitted, once its connection is closed or broken (peer EOF, TCP keepalive failure) or it
+  has been silent longer than ``idle_takeover_s``: a restarted node gets back in on its retry.
+- Half-open connections: setup must complete within ``setup_timeout_s``, a started PDU within
+  ``read_timeout_s``, and at most ``max_half_open`` connections may be waiting for setup
+  (beyond that new ones are closed at once); set-up nodes are never affected.
 - Hot path: RIC indications are relayed as RIC_INDICATION with sub_id = the subscription's
   RIC instance ID (its E2EventInstanceId) and meid = the node, after reading only the E2AP
   envelope (``octoric.e2sm.envelope``), not the E2SM payload.
@@ -31,7 +39,13 @@ from octoric.e2sm import e2ap
 from octoric.e2sm import envelope as env
 from octoric.e2sm.e2ap_ies import Cause, E2NodeComponentConfigAck, GlobalRicId, RanFunctionIdItem
 from octoric.e2sm.errors import E2smError
-from octoric.e2sm.transport import E2Connection, E2Server, E2TransportError, Transport
+from octoric.e2sm.transport import (
+    E2Connection,
+    E2ReadTimeout,
+    E2Server,
+    E2TransportError,
+    Transport,
+)
 from octoric.ric import nodes
 from octoric.ric.rmr_endpoint import RmrEndpoint, RmrMessage
 from octoric.ric.sdl import Sdl
@@ -62,6 +76,12 @@ class E2termConfig:
     ric_id: int = 1
     max_setups_per_s: int = 50
     time_to_wait: str = "v5s"
+    setup_timeout_s: float = 10.0  # a connection must complete E2 Setup within this
+    read_timeout_s: float = 10.0  # a PDU whose length header arrived must complete within this
+    max_half_open: int = 64  # connections still waiting for E2 Setup; more are closed at once
+    # a connected node silent this long may be taken over by a newcomer with its ID
+    idle_takeover_s: float = 15.0
+    duplicate_time_to_wait: str = "v2s"  # a refused duplicate retries after this
 
 
 @dataclass
@@ -70,6 +90,7 @@ class NodeSession:
     conn: E2Connection
     record: nodes.NodeRecord
     closed: bool = False
+    last_rx: float = field(default_factory=time.monotonic)  # last PDU from the node
 
 
 @dataclass
@@ -78,6 +99,7 @@ class E2termStats:
     pdus_out: Counter[str] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)
     indications: int = 0
+    half_open: int = 0  # connections now waiting for E2 Setup (a gauge)
     forward_latency_us: deque[float] = field(default_factory=lambda: deque(maxlen=100_000))
 
 
@@ -90,10 +112,17 @@ class E2term:
         self._setup_times: deque[float] = deque()
         self._server: E2Server | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._duplicate_logged: set[int] = set()  # connections whose refusal was logged
 
     # --- lifecycle --------------------------------------------------------------------------
     async def start(self) -> None:
-        self._server = E2Server(self._serve, self.cfg.host, self.cfg.e2_port, self.cfg.transport)
+        self._server = E2Server(
+            self._serve,
+            self.cfg.host,
+            self.cfg.e2_port,
+            self.cfg.transport,
+            read_timeout_s=self.cfg.read_timeout_s,
+        )
         await self._server.start()
         self.cfg.e2_port = self._server.port
         self._tasks.append(asyncio.create_task(self._rmr_loop()))
@@ -110,22 +139,60 @@ class E2term:
 
     # --- E2 side ----------------------------------------------------------------------------
     async def _serve(self, conn: E2Connection) -> None:
+        if self.stats.half_open >= self.cfg.max_half_open:
+            self.stats.errors["half_open_limit"] += 1
+            if self.stats.errors["half_open_limit"] % 1000 == 1:  # a flood logs rarely
+                log.warning(
+                    "%d E2 connections wait for setup (limit); closing %s",
+                    self.stats.half_open,
+                    conn.peer,
+                )
+            conn.close()
+            return
         session: NodeSession | None = None
+        orderly = False  # the node closed its side: a node that stops, not one that is lost
         try:
+            session = await self._setup_phase(conn)
+            if session is None:
+                return
             while True:
                 pdu = await conn.recv()
-                if session is None:
-                    session = await self._expect_setup(conn, pdu)
-                    continue
+                session.last_rx = time.monotonic()
                 await self._from_node(session, pdu)
-        except (EOFError, E2TransportError, ConnectionError) as e:
-            if isinstance(e, E2TransportError):
-                self.stats.errors["framing"] += 1
-                log.warning("E2 framing error from %s: %s", conn.peer, e)
+        except E2ReadTimeout as e:
+            self.stats.errors["read_timeout"] += 1
+            log.warning("E2 read timeout from %s: %s", conn.peer, e)
+        except E2TransportError as e:
+            self.stats.errors["framing"] += 1
+            log.warning("E2 framing error from %s: %s", conn.peer, e)
+        except EOFError:
+            orderly = True
+        except OSError:  # reset, or keepalive gave up (ETIMEDOUT)
+            pass
         finally:
+            self._duplicate_logged.discard(id(conn))
             conn.close()
             if session is not None and self.sessions.get(session.meid) is session:
-                await self._node_lost(session)
+                await self._node_lost(session, orderly)
+
+    async def _setup_phase(self, conn: E2Connection) -> NodeSession | None:
+        """PDUs up to a successful E2 Setup, within ``setup_timeout_s``; None: timed out."""
+        self.stats.half_open += 1
+        deadline = asyncio.timeout(self.cfg.setup_timeout_s)
+        try:
+            async with deadline:
+                session = None
+                while session is None:
+                    session = await self._expect_setup(conn, await conn.recv())
+                return session
+        except TimeoutError:
+            if not deadline.expired():  # a socket timeout (keepalive), not ours
+                raise
+            self.stats.errors["setup_timeout"] += 1
+            log.warning("%s did not complete E2 Setup in %g s", conn.peer, self.cfg.setup_timeout_s)
+            return None
+        finally:
+            self.stats.half_open -= 1
 
     async def _expect_setup(self, conn: E2Connection, pdu: bytes) -> NodeSession | None:
         try:
@@ -168,9 +235,20 @@ class E2term:
             return None
         old = self.sessions.get(record.meid)
         if old is not None:
+            silent = now - old.last_rx
+            if old.conn.alive() and silent <= self.cfg.idle_takeover_s:
+                await self._refuse_duplicate(conn, msg.transaction_id, old)
+                return None
             old.closed = True
             old.conn.close()
-            log.info("%s reconnected; replacing its old association", record.meid)
+            del self.sessions[record.meid]  # its ending must not report the node lost
+            log.info(
+                "%s set up again from %s; its old association from %s is %s",
+                record.meid,
+                conn.peer,
+                old.conn.peer,
+                f"silent for {silent:.1f} s" if old.conn.alive() else "closed",
+            )
         prev = await self.sdl.get_json(nodes.NS, record.meid)
         if isinstance(prev, dict):  # count setups across reconnects and e2term restarts
             record.setups = int(prev.get("setups", 0)) + 1
@@ -196,6 +274,26 @@ class E2term:
         )
         self._notify_submgr(record.meid, "connected")
         return session
+
+    async def _refuse_duplicate(
+        self, conn: E2Connection, transaction_id: int, old: NodeSession
+    ) -> None:
+        """A second association for a connected node: refused; the node's own is untouched."""
+        self.stats.errors["duplicate_node"] += 1
+        if id(conn) not in self._duplicate_logged:  # once per connection, not per retry
+            self._duplicate_logged.add(id(conn))
+            log.warning(
+                "E2 setup for %s from %s refused: the node is connected from %s",
+                old.meid,
+                conn.peer,
+                old.conn.peer,
+            )
+        fail = e2ap.E2SetupFailure(
+            transaction_id,
+            Cause("misc", "unspecified"),
+            time_to_wait=self.cfg.duplicate_time_to_wait,
+        )
+        await self._send(conn, e2ap.encode_e2ap(fail), "E2setupFailure")
 
     async def _from_node(self, s: NodeSession, pdu: bytes) -> None:
         t0 = time.perf_counter()
@@ -286,10 +384,13 @@ class E2term:
         else:  # nobody waits (timed out): deliver by route table
             self.rmr.send(mtype, pdu, meid=s.meid)
 
-    async def _node_lost(self, s: NodeSession) -> None:
+    async def _node_lost(self, s: NodeSession, orderly: bool = False) -> None:
         del self.sessions[s.meid]
         s.record.connected = False
-        log.warning("E2 node %s lost", s.meid)
+        if orderly:  # e.g. the simulator at the end of a run: not worth a warning
+            log.info("E2 node %s disconnected", s.meid)
+        else:
+            log.warning("E2 node %s lost", s.meid)
         self._notify_submgr(s.meid, "disconnected")
         try:
             await nodes.save(self.sdl, s.record)

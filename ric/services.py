@@ -201,7 +201,16 @@ async def run_e2term(rt: RicRuntime, stop: asyncio.Event) -> None:
 
     sdl = Sdl(rt.redis_host, rt.redis_port)
     ep = _endpoint(rt, "e2term", rt.ric.e2term_rmr_port)
-    e2t = E2term(E2termConfig(rt.ric.bind_address, rt.ric.e2_port, rt.transport), sdl, ep)
+    e2cfg = E2termConfig(
+        rt.ric.bind_address,
+        rt.ric.e2_port,
+        rt.transport,
+        setup_timeout_s=rt.ric.e2_setup_timeout_s,
+        read_timeout_s=rt.ric.e2_read_timeout_s,
+        max_half_open=rt.ric.e2_max_half_open,
+        idle_takeover_s=rt.ric.e2_idle_takeover_s,
+    )
+    e2t = E2term(e2cfg, sdl, ep)
     await e2t.start()
 
     def stats() -> dict[str, Any]:

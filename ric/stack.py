@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -80,10 +80,11 @@ class RicStack:
         return f"http://127.0.0.1:{getattr(self.rt.ric, port_name)}{path}"
 
 
-def start_ric(tmp: Path, redis: RedisServer) -> RicStack:
+def start_ric(tmp: Path, redis: RedisServer, extra: Sequence[str] = ()) -> RicStack:
+    """``extra``: more ``--set`` overrides, e.g. ``ric.e2_setup_timeout_s=2``."""
     overrides = ["redis.external=true", f"redis.port={redis.port}", f"report_dir={tmp}/run"]
     ports = distinct_pairs(RIC_PORTS)
-    overrides += [f"ric.{k}={v}" for k, v in ports.items()]
+    overrides += [f"ric.{k}={v}" for k, v in ports.items()] + list(extra)
     env = dict(os.environ, OCTORIC_STATE_DIR=str(tmp / "state"), OCTORIC_LOG_FORMAT="json")
     argv = [sys.executable, "-m", "octoric.cli", "ric", "up"]
     for o in overrides:
@@ -138,10 +139,10 @@ def stop_ric(stack: RicStack) -> None:
 
 
 @contextlib.contextmanager
-def running_ric(tmp: Path) -> Iterator[RicStack]:
+def running_ric(tmp: Path, extra: Sequence[str] = ()) -> Iterator[RicStack]:
     """A private Redis and a whole RIC on free ports, torn down on exit (tests, benches)."""
     with RedisServer() as redis:
-        stack = start_ric(tmp, redis)
+        stack = start_ric(tmp, redis, extra)
         try:
             yield stack
         finally:
