@@ -35,5 +35,3 @@ def load(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(path.read_text())
     return data
 
-
-load_schema = load

@@ -28,17 +28,12 @@ class RmrLibraryError(OctoricError):
     """The RMR library could not be found or loaded."""
 
 
-def candidate_paths() -> list[Path]:
-    """Where the library is looked for, in order (``octoric.native``)."""
-    return rmr_candidates()
-
-
 def lib_path() -> Path:
     """The library file that :func:`load` would use."""
     found = rmr_library()
     if found is not None:
         return found
-    tried = ", ".join(str(p) for p in candidate_paths())
+    tried = ", ".join(str(p) for p in rmr_candidates())
     raise RmrLibraryError(f"{LIB_NAME} not found (tried {tried}); run `make native`")
 
 
