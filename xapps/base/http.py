@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from octoric.xapps.base.errors import RestError, XappError
 
 log = logging.getLogger("xapps.http")
 MAX_BODY = 1 << 20
+IDLE_TIMEOUT_S = 30.0  # an idle keep-alive or half-sent request frees its thread after this
 
 
 @dataclass
@@ -127,6 +129,8 @@ class HttpServer:
 
         class _H(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # an idle or half-sent connection holds a thread: close it after this many seconds
+            timeout = IDLE_TIMEOUT_S
 
             def _serve(self) -> None:
                 n = int(self.headers.get("Content-Length") or 0)
@@ -149,9 +153,20 @@ class HttpServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        ThreadingHTTPServer.allow_reuse_address = True
+        class _Server(ThreadingHTTPServer):
+            allow_reuse_address = True
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                # a client that hangs up or times out is routine: count it, no traceback
+                exc = sys.exc_info()[1]
+                if isinstance(exc, (ConnectionError, TimeoutError)):
+                    server.count_error("client_gone")
+                else:
+                    server.count_error("connection")
+                    log.warning("HTTP connection from %s failed: %r", client_address, exc)
+
         try:
-            self._server = ThreadingHTTPServer((self.host, self.port), _H)
+            self._server = _Server((self.host, self.port), _H)
         except OSError as e:
             raise XappError(f"cannot serve HTTP on {self.host}:{self.port}: {e}") from None
         self._server.daemon_threads = True
