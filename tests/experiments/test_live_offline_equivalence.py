@@ -18,13 +18,13 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from ricsdl.syncstorage import SyncStorage
+from testkit.live_sim import start_live_sim
 from testkit.sim_agent import offline_agent
 
 from octoric.contracts import kpm as K
@@ -217,25 +217,13 @@ def test_through_e2term_the_occ_engine_sees_what_offline_sees(
     shared_ric: Any, tmp_path: Path
 ) -> None:
     from octoric.ric.stack import LoopThread
-    from octoric.sim.live import LiveOptions, LiveSim
 
     sc = scenario(120.0)
     rec = Recorder()
     lt = LoopThread()
     try:
-
-        async def start() -> tuple[LiveSim, asyncio.Task[Any]]:
-            sim = LiveSim(sc, 7, LiveOptions("127.0.0.1", shared_ric.rt.ric.e2_port, "tcp"))
-            sim.engine.add_kpm_sink(rec)
-            return sim, asyncio.create_task(sim.run())
-
-        sim, task = lt.call(start())
+        sim, task = start_live_sim(lt, sc, 7, shared_ric.rt.ric.e2_port, rec)
         agent = sim.agents[0]
-        deadline = time.monotonic() + 20
-        while not agent.setup_done.is_set():
-            assert time.monotonic() < deadline, "E2 setup did not complete"
-            assert not task.done(), task
-            time.sleep(0.05)
         pdus = run_probe(shared_ric, tmp_path, agent.meid, 60)
         lt.loop.call_soon_threadsafe(sim.stop, "test")
         lt.call(asyncio.wait_for(asyncio.shield(task), 20))

@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from testkit.live_sim import start_live_sim
 
 from octoric.deploy.xapp_env import descriptor, xapp_environment
 from octoric.e2sm import e2ap, indication, rc
 from octoric.redis_server import free_port
 from octoric.ric.stack import LoopThread, RicStack, free_pair
-from octoric.sim.live import LiveOptions, LiveSim
 from octoric.sim.measurements import KpmReport
 from octoric.sim.overrides import apply_layout
 from octoric.sim.scenario import MobilitySpec, load
@@ -94,19 +94,8 @@ def test_live_agent_with_the_ric(ric: RicStack, tmp_path: Path) -> None:
     rec = Recorder()
     lt = LoopThread()
     try:
-
-        async def start() -> tuple[LiveSim, asyncio.Task[Any]]:
-            sim = LiveSim(sc, 3, LiveOptions("127.0.0.1", ric.rt.ric.e2_port, "tcp"))
-            sim.engine.add_kpm_sink(rec)
-            return sim, asyncio.create_task(sim.run())
-
-        sim, task = lt.call(start())
+        sim, task = start_live_sim(lt, sc, 3, ric.rt.ric.e2_port, rec)
         agent = sim.agents[0]
-        deadline = time.monotonic() + 20
-        while not agent.setup_done.is_set():
-            assert time.monotonic() < deadline, "E2 setup did not complete"
-            assert not task.done(), task
-            time.sleep(0.05)
 
         # the node is in `octoric ric status` with both RAN functions
         st = ric_status(ric)

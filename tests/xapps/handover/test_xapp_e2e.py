@@ -16,15 +16,14 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit.rest import NO_PROXY, http, wait_until
 
 from octoric.contracts.feedback import FeedbackListener
 from octoric.contracts.rc import PARAM_HO_PHASE, PARAM_NR_CELL, PARAM_RRC_STATE, PARAM_SOURCE_CELL
@@ -43,34 +42,6 @@ REPO = Path(__file__).resolve().parents[3]
 PROBE = Path(__file__).parent / "programs" / "ho_probe.py"
 UES = [101, 102, 103, 104]
 CELL_A, CELL_B = 0x19B001, 0x19C001  # NR Cell Identities of gNB A's and gNB B's cells
-_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def http(method: str, url: str, body: Any = None) -> tuple[int, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method)
-    try:
-        with _NO_PROXY.open(req, timeout=5) as r:
-            raw = r.read()
-            if raw and r.headers.get_content_type() == "application/json":
-                return r.status, json.loads(raw)
-            return r.status, raw
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
-
-
-def wait_until(fn: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            v = fn()
-        except OSError:
-            v = None
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 class RcFeed:
@@ -253,7 +224,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
 
 
 def _route_30501(env: Env) -> str:
-    with _NO_PROXY.open(env.stack.url("rtmgr_rest_port", "/ric/v1/routes"), timeout=5) as r:
+    with NO_PROXY.open(env.stack.url("rtmgr_rest_port", "/ric/v1/routes"), timeout=5) as r:
         table = r.read().decode()
     return next((ln for ln in table.splitlines() if ln.startswith("mse|30501|")), "")
 

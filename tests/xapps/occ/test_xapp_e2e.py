@@ -13,14 +13,13 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit.rest import http, wait_until
 
 from octoric.contracts.feedback import FeedbackListener
 from octoric.contracts.schemas import load as load_schema
@@ -34,36 +33,6 @@ from .kpm_source import OccIndications
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 REPO = Path(__file__).resolve().parents[3]
 UES = [101, 102, 103, 104]
-_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def http(method: str, url: str, body: Any = None) -> tuple[int, Any]:
-    data = (
-        None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
-    )
-    req = urllib.request.Request(url, data=data, method=method)
-    try:
-        with _NO_PROXY.open(req, timeout=5) as r:
-            raw = r.read()
-            return r.status, json.loads(
-                raw
-            ) if raw and r.headers.get_content_type() == "application/json" else raw
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
-
-
-def wait_until(fn: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            v = fn()
-        except OSError:
-            v = None
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 @dataclass
