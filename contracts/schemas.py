@@ -34,4 +34,3 @@ def load(name: str) -> dict[str, Any]:
         raise KeyError(f"no schema {name!r}; known: {', '.join(names())}")
     data: dict[str, Any] = json.loads(path.read_text())
     return data
-
