@@ -20,12 +20,14 @@ PARAM_RRC_STATE = 202  # "RRC State Changed To": 0 rrc-connected, 1 rrc-inactive
 PARAM_NR_CELL = 17011  # serving cell's NR Cell Identity (BIT STRING 36)
 PARAM_HO_PHASE = 30001  # octoric: 1 handover started, 2 completed, 3 failed (re-established)
 PARAM_SOURCE_CELL = 30002  # octoric: the source cell's NR Cell Identity (BIT STRING 36)
+PARAM_INTERRUPTION_MS = 30003  # octoric: the UE's interruption, ms (INTEGER; with phase 2/3)
 HO_PHASE_STARTED, HO_PHASE_COMPLETED, HO_PHASE_FAILED = 1, 2, 3
 REPORT_PARAMS: dict[int, str] = {
     PARAM_RRC_STATE: "RRC State Changed To",
     PARAM_NR_CELL: "NR Cell Identity",
     PARAM_HO_PHASE: "octoric handover phase",
     PARAM_SOURCE_CELL: "octoric source NR Cell Identity",
+    PARAM_INTERRUPTION_MS: "octoric handover interruption (ms)",
 }
 
 # --- CONTROL ----------------------------------------------------------------------------------

@@ -189,8 +189,8 @@ class XappComponent:
             ev = self.last_status["ho_events"]
             subs = self.last_status.get("subscriptions", [])
             return (
-                f"{self.spec.name} {ev.get('start', 0)} starts/{ev.get('end', 0)} ends, "
-                f"{len(subs)} subs"
+                f"{self.spec.name} {ev.get('start', 0)} starts/{ev.get('complete', 0)} done/"
+                f"{ev.get('failure', 0)} failed, {len(subs)} subs"
             )
         abw = self.abw_by_ue()
         if not abw:

@@ -510,6 +510,10 @@ class E2Agent(E2NodeSession[Subscription, AgentStats]):
                 R.PARAM_SOURCE_CELL, rc.Element(rc.Bits(self._nci(src.gnb, src.cell_id), 36))
             ),
         )
+        if ev.kind == "ho_end":  # the target gNB knows how long the UE was cut off
+            params += (
+                rc.RanParam(R.PARAM_INTERRUPTION_MS, rc.Element(ev.interruption_us // 1000)),
+            )
         ue = self.ue_id(ev.ue)
         msg = rc.encode_rc(rc.RcIndicationMessage(ue_params=((ue, params),)))
         for sub in rc_subs:

@@ -109,6 +109,7 @@ class MobilityEvent:
     target_cell: int
     t_us: int
     failed: bool
+    interruption_us: int = 0  # ho_end: how long the UE was not served (as the RAN measures it)
 
 
 MobilitySink = Callable[[MobilityEvent], None]
@@ -332,7 +333,7 @@ class Engine:
             if self.mobility_sinks:
                 src = -1 - prev if prev < 0 else prev
                 amf = self.ues[ev.ue].amf_ue_ngap_id
-                me = MobilityEvent("ho_end", ev.ue, amf, src, target, t, ev.failed)
+                me = MobilityEvent("ho_end", ev.ue, amf, src, target, t, ev.failed, ev.outage_us)
                 for sink in self.mobility_sinks:
                     sink(me)
             if self.recorder is not None:

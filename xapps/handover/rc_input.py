@@ -8,7 +8,13 @@ cell (``PARAM_SOURCE_CELL``). Faults raise ``RcInputError`` with a reason (a cou
 
 from __future__ import annotations
 
-from octoric.contracts.rc import PARAM_HO_PHASE, PARAM_NR_CELL, PARAM_SOURCE_CELL, REPORT_PARAMS
+from octoric.contracts.rc import (
+    PARAM_HO_PHASE,
+    PARAM_INTERRUPTION_MS,
+    PARAM_NR_CELL,
+    PARAM_SOURCE_CELL,
+    REPORT_PARAMS,
+)
 from octoric.e2sm import rc
 from octoric.e2sm.e2ap import RicIndication
 from octoric.e2sm.errors import E2smError
@@ -53,6 +59,7 @@ def ue_infos(ind: RicIndication, meid: str) -> list[UeInfo]:
     out = []
     for ue, params in entries:
         phase = _element(params, PARAM_HO_PHASE)
+        gap = _element(params, PARAM_INTERRUPTION_MS)
         known = ue.kind == "gNB-UEID" and ue.amf_ue_ngap_id is not None
         out.append(
             UeInfo(
@@ -62,6 +69,9 @@ def ue_infos(ind: RicIndication, meid: str) -> list[UeInfo]:
                 _nci(_element(params, PARAM_NR_CELL)),
                 phase if isinstance(phase, int) else None,
                 _nci(_element(params, PARAM_SOURCE_CELL)),
+                float(gap)
+                if isinstance(gap, int) and not isinstance(gap, bool) and gap >= 0
+                else None,
             )
         )
     return out

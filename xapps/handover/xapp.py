@@ -25,7 +25,7 @@ from typing import Any
 
 from octoric.contracts import message_types as mt
 from octoric.contracts.ho_event import HoEvent
-from octoric.e2sm import e2ap, rc
+from octoric.e2sm import e2ap, kpm, rc
 from octoric.e2sm.errors import E2smError
 from octoric.xapps.base.config import controls_of, typed_controls
 from octoric.xapps.base.discovery import E2Node
@@ -35,13 +35,13 @@ from octoric.xapps.base.node_subscriptions import NodeSub, NodeSubscriptions, Wa
 from octoric.xapps.base.sdl import SdlStore
 from octoric.xapps.base.shell import RmrMessage, XappShell
 from octoric.xapps.base.subscription import SubmgrClient
-from octoric.xapps.handover import rc_input
+from octoric.xapps.handover import kpm_input, rc_input
 from octoric.xapps.handover.detector import Detector
 from octoric.xapps.handover.xapp_config import HandoverXappConfig
 
 log = logging.getLogger("xapps.handover")
 NAME = "handover"
-RC = "rc"  # the one kind of subscription the xApp holds per node
+RC, KPM = "rc", "kpm"  # the kinds of subscription it holds: one per node, RC or else KPM
 SUB = "sub."  # SDL keys of the subscription records
 EXPIRE_EVERY_S = 1.0
 
@@ -99,6 +99,7 @@ class HandoverXapp:
         self.cfg = new
         self.detector.forget_ms = int(new.forget_s * 1000)
         self.detector.max_handover_ms = int(new.max_handover_s * 1000)
+        self.detector.ping_pong_ms = int(new.ping_pong_s * 1000)
         self.node_subs.configure(new.nodes, new.discovery_period_s, new.subscription_timeout_s)
         self.counters["config_loads"] += 1
         log.info("configuration applied: %s", asdict(new))
@@ -132,8 +133,21 @@ class HandoverXapp:
             RC, rc.RAN_FUNCTION_ID, rc_input.event_trigger(), rc_input.action_definition()
         )
 
+    def kpm_wanted(self) -> Wanted:
+        return Wanted(
+            KPM, kpm.RAN_FUNCTION_ID, kpm_input.event_trigger(self.cfg.kpm_period_ms),
+            kpm_input.action_definition(self.cfg.kpm_granularity_ms), (kpm_input.MEASUREMENT,),
+        )  # fmt: skip
+
     def _wants(self, node: E2Node) -> list[Wanted]:
-        return [self.rc_wanted()] if node.has_function(rc.OID, rc.RAN_FUNCTION_ID) else []
+        """RC REPORT where the node offers E2SM-RC (unless ``detection`` is kpm), else UE-level
+        KPM where it offers E2SM-KPM (unless ``detection`` is rc)."""
+        how = self.cfg.detection
+        if how != KPM and node.has_function(rc.OID, rc.RAN_FUNCTION_ID):
+            return [self.rc_wanted()]
+        if how != RC and node.has_function(kpm.OID, kpm.RAN_FUNCTION_ID):
+            return [self.kpm_wanted()]
+        return []
 
     # --- RMR (dispatch thread) ---------------------------------------------------------------
     def _reject(self, reason: str, message: str, meid: str) -> None:
@@ -155,16 +169,22 @@ class HandoverXapp:
         if not isinstance(ind, e2ap.RicIndication):
             self._reject("not_indication", f"{type(ind).__name__}, not an indication", msg.meid)
             return
-        if ind.ran_function_id != rc.RAN_FUNCTION_ID:
-            self._reject("not_rc", f"RAN function {ind.ran_function_id}", msg.meid)
-            return
         try:
-            infos = rc_input.ue_infos(ind, msg.meid)
-        except rc_input.RcInputError as e:
+            if ind.ran_function_id == rc.RAN_FUNCTION_ID:
+                infos = rc_input.ue_infos(ind, msg.meid)
+                with self._lock:
+                    events = self.detector.on_report(infos)
+            elif ind.ran_function_id == kpm.RAN_FUNCTION_ID:
+                seen = kpm_input.sightings(ind, msg.meid, self.cfg.kpm_granularity_ms)
+                with self._lock:
+                    events = self.detector.on_sighting(seen)
+            else:
+                self._reject("ran_function", f"RAN function {ind.ran_function_id}", msg.meid)
+                return
+        except (rc_input.RcInputError, kpm_input.KpmInputError) as e:
             self._reject(e.reason, str(e), msg.meid)
             return
         with self._lock:
-            events = self.detector.on_report(infos)
             if time.monotonic() - self._last_expire >= EXPIRE_EVERY_S:
                 self._last_expire = time.monotonic()
                 self.detector.expire()

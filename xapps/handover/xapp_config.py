@@ -16,12 +16,24 @@ class HandoverXappConfig:
     event_retry_s: float = 5.0  # a 30501 without a route yet is tried again this long
     forget_s: float = 60.0  # a UE not reported for this long is forgotten
     max_handover_s: float = 30.0  # a start without an end for this long is dropped
+    detection: str = "auto"  # auto: RC where a node offers it, KPM otherwise; or only "rc"/"kpm"
+    kpm_period_ms: int = 100  # KPM path: one UE-level report per node this often
+    kpm_granularity_ms: int = 10  # ... in granules this long (the precision of its timing)
+    ping_pong_s: float = 3.0  # back to the cell left within this long after: a ping-pong
 
     def __post_init__(self) -> None:
         if not 0.05 <= self.discovery_period_s <= 3600:
             raise XappConfigError("controls.discovery_period_s", "must be 0.05..3600 s")
         if self.subscription_timeout_s <= 0:
             raise XappConfigError("controls.subscription_timeout_s", "must be > 0")
-        for name in ("forget_s", "max_handover_s", "event_retry_s"):
+        if self.detection not in ("auto", "rc", "kpm"):
+            raise XappConfigError("controls.detection", "must be auto, rc or kpm")
+        if not 10 <= self.kpm_period_ms <= 60_000:
+            raise XappConfigError("controls.kpm_period_ms", "must be 10..60000 ms")
+        if not 1 <= self.kpm_granularity_ms <= self.kpm_period_ms:
+            raise XappConfigError("controls.kpm_granularity_ms", "must be 1..kpm_period_ms")
+        if self.kpm_period_ms % self.kpm_granularity_ms:
+            raise XappConfigError("controls.kpm_granularity_ms", "must divide kpm_period_ms")
+        for name in ("forget_s", "max_handover_s", "event_retry_s", "ping_pong_s"):
             if not 0 < getattr(self, name) <= 86_400:
                 raise XappConfigError(f"controls.{name}", "must be in (0, 86400] s")

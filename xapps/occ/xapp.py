@@ -293,7 +293,8 @@ class OccXapp:
             )
             return
         self.counters[f"ho_{ev.event}"] += 1
-        self._handover(ev.ue, ev.event == "start", ev.t_ms)
+        if ev.is_start or ev.is_end:  # a ping_pong follows its complete: nothing more to do
+            self._handover(ev.ue, ev.is_start, ev.t_ms)
 
     def _handover(self, ue: int, start: bool, t_ms: int | None) -> None:
         self.engine.on_handover(ue, start, t_ms)

@@ -16,7 +16,7 @@ from octoric.e2sm import e2ap, rc
 from octoric.e2sm.common import Guami, UeId
 from octoric.e2sm.e2ap_ies import RicRequestId
 from octoric.xapps.handover import rc_input
-from octoric.xapps.handover.detector import Detector, UeInfo, cell_name
+from octoric.xapps.handover.detector import Detector, UeInfo, UeSighting, cell_name
 
 pytestmark = pytest.mark.unit
 G = "00f110:1:1:0"
@@ -32,8 +32,9 @@ class Clock:
 
 
 def info(ue: int | None, meid: str, cell: int | None, phase: int | None,
-         src: int | None = None, guami: str | None = G) -> UeInfo:  # fmt: skip
-    return UeInfo(ue, guami, meid, cell, phase, src)
+         src: int | None = None, guami: str | None = G, gap: float | None = None,
+         ) -> UeInfo:  # fmt: skip
+    return UeInfo(ue, guami, meid, cell, phase, src, gap)
 
 
 def test_start_then_end_across_gnbs() -> None:
@@ -44,8 +45,10 @@ def test_start_then_end_across_gnbs() -> None:
     assert (start.source_cell, start.target_cell) == ("00f110:19b001", "00f110:19c001")
     assert start.source_meid == "gnb_a" and start.target_meid is None
     clock.t += 45
-    (end,) = d.on_report([info(101, "gnb_c", C, 2, A)])
-    assert (end.event, end.t_ms) == ("end", clock.t)
+    (end,) = d.on_report([info(101, "gnb_c", C, 2, A, gap=92.0)])
+    assert (end.event, end.t_ms, end.started_ms) == ("complete", clock.t, start.t_ms)
+    assert (end.path, end.interruption_ms, end.cause) == ("rc", 92.0, None)
+    assert start.id is not None and end.id is not None and start.id != end.id
     # the end names the source the start saw, and the node that reported the end
     assert (end.source_meid, end.target_meid) == ("gnb_a", "gnb_c")
     assert (end.source_cell, end.target_cell) == ("00f110:19b001", "00f110:19c001")
@@ -76,10 +79,11 @@ def test_failures_duplicates_and_ends_without_start() -> None:
     (again,) = d.on_report([info(1, "gnb_a", C, 1, A)])  # another target: a new start
     assert again.target_cell == "00f110:19c001" and d.counters["restarts"] == 1
     (fail,) = d.on_report([info(1, "gnb_a", A, 3, A)])  # failed, re-established
-    assert fail.event == "end" and d.counters["failed"] == 1
+    assert (fail.event, fail.cause) == ("failure", "radio-link-failure-reestablished")
+    assert d.counters["failed"] == 1
     # an end whose start was missed (another node, or a restart) is still an end
     (orphan,) = d.on_report([info(2, "gnb_c", C, 2, B)])
-    assert orphan.event == "end" and orphan.source_cell == "00f110:19b002"
+    assert orphan.event == "complete" and orphan.source_cell == "00f110:19b002"
     assert orphan.source_meid is None and d.counters["ends_without_start"] == 1
 
 
@@ -141,3 +145,76 @@ def test_rc_glue_decodes_the_simulators_reports() -> None:
         with pytest.raises(rc_input.RcInputError) as err:
             rc_input.ue_infos(bad, "gnb_a")
         assert err.value.reason == reason
+
+
+def test_ping_pong_follows_the_complete_that_went_back() -> None:
+    clock = Clock()
+    d = Detector(clock, ping_pong_ms=2000)
+    d.on_report([info(5, "gnb_a", B, 1, A)])
+    d.on_report([info(5, "gnb_b", B, 2, A)])  # A -> B
+    clock.t += 800
+    d.on_report([info(5, "gnb_b", A, 1, B)])
+    evs = d.on_report([info(5, "gnb_a", A, 2, B)])  # B -> A within 2 s: back where it left
+    assert [e.event for e in evs] == ["complete", "ping_pong"]
+    assert evs[1].target_cell == "00f110:19b001" and evs[1].id != evs[0].id
+    clock.t += 5000  # long after: A -> B again is an ordinary handover
+    d.on_report([info(5, "gnb_a", B, 1, A)])
+    assert [e.event for e in d.on_report([info(5, "gnb_b", B, 2, A)])] == ["complete"]
+    assert d.counters["ping_pongs"] == 1
+
+
+def sight(ue: int, meid: str, first: int, last: int) -> UeSighting:
+    return UeSighting(ue, G, meid, first, last)
+
+
+def test_kpm_path_follows_a_ue_from_node_to_node() -> None:
+    clock = Clock()
+    d = Detector(clock)
+    t0 = 1_000_000
+    assert d.on_sighting([sight(9, "gnb_a", t0, t0 + 100)]) == []
+    assert d.on_sighting([sight(9, "gnb_a", t0 + 100, t0 + 170)]) == []  # left at +170
+    evs = d.on_sighting([sight(9, "gnb_b", t0 + 260, t0 + 300)])  # back at +260
+    assert [e.event for e in evs] == ["start", "complete"]
+    start, end = evs
+    assert start.id is not None and start.id.endswith(":start")
+    assert {e.path for e in evs} == {"kpm"} and end.interruption_ms == 90.0
+    assert (end.source_meid, end.target_meid) == ("gnb_a", "gnb_b")
+    # the source's report of the same period arrives late: stale, no event, no way back
+    assert d.on_sighting([sight(9, "gnb_a", t0 + 200, t0 + 240)]) == []
+    assert d.counters["stale_sightings"] == 1
+    assert d.on_sighting([sight(9, "gnb_b", t0 + 300, t0 + 400)]) == []
+    assert d.counters["starts_kpm"] == 1 and d.counters["completed"] == 1
+    # back to gnb_a soon after: a handover and a ping-pong (kpm sees nodes, not cells)
+    evs = d.on_sighting([sight(9, "gnb_a", t0 + 500, t0 + 600)])
+    assert [e.event for e in evs] == ["start", "complete", "ping_pong"]
+    schema = load_schema("ho_event")
+    for ev in evs:
+        jsonschema.validate(ev.to_json(), schema)
+        assert parse_ho_event(json.dumps(ev.to_json()).encode()) == ev
+
+
+def test_kpm_sightings_decoded_from_a_real_indication() -> None:
+    """The KPM glue on bytes as octoric's gNB encodes them (``e2sm.fastenc``, the live agent's
+    encoder): served granules only."""
+    import numpy as np
+
+    from octoric.contracts import kpm as K
+    from octoric.e2sm import fastenc, kpm
+    from octoric.e2sm.common import ntp_timestamp
+    from octoric.xapps.handover import kpm_input
+
+    guami = Guami(bytes.fromhex("00f110"), 1, 1, 0)
+    ues = [UeId.gnb(7, guami, 1), UeId.gnb(8, guami, 2)]
+    vals = np.full((2, 10, 1), np.nan)
+    vals[0, 2:6, 0] = 5.0  # UE 7: granules 2..5
+    vals[1, :, 0] = 1.0  # UE 8: the whole period
+    enc = fastenc.Format3Encoder([K.PRB_USED_DL], 10)
+    msg = enc.encode(ues, vals)
+    hdr = fastenc.encode_indication_header(ntp_timestamp(1_763_812_345.0))
+    ind = e2ap.RicIndication(RicRequestId(1, 2), kpm.RAN_FUNCTION_ID, 1, hdr, msg, sn=0)
+    seen = kpm_input.sightings(ind, "gnb_a", 10)
+    t = 1_763_812_345_000
+    assert seen == [sight(7, "gnb_a", t + 20, t + 60), sight(8, "gnb_a", t, t + 100)]
+    bad = e2ap.RicIndication(RicRequestId(1, 2), kpm.RAN_FUNCTION_ID, 1, hdr, b"\xff", sn=1)
+    with pytest.raises(kpm_input.KpmInputError):
+        kpm_input.sightings(bad, "gnb_a", 10)

@@ -4,8 +4,8 @@ sending RC REPORT style 4 UE information (a UE entry without a handover every 10
 handover phases the test queues); the handover and OCC xApps as subprocesses
 (``python -m octoric.xapps.<name>``) and a researcher's probe xApp on unmodified ricxappframe
 that lists OCTORIC_HO_EVENT in its descriptor. A UE handed over from gNB A to gNB B gives one
-30501 start and one end, received by the probe and by OCC, which falls back for the UE from
-start to end. One RIC and one set of xApps for the module; the tests run in order."""
+30501 start and one complete, received by the probe and by OCC, which falls back for the UE from
+start to complete. One RIC and one set of xApps for the module; the tests run in order."""
 
 from __future__ import annotations
 
@@ -290,15 +290,15 @@ def test_handover_reaches_probe_and_occ(env: Env) -> None:
         )
         evs = wait_until(lambda: len(e := env.probe.events(103)) == 2 and e, 5, "the end")
         end = evs[1]
-        assert end["event"] == "end"
+        assert end["event"] == "complete" and end["path"] == "rc"
         assert (end["source_meid"], end["target_meid"]) == (env.node_a.meid, env.node_b.meid)
         assert (end["source_cell"], end["target_cell"]) == ("00f110:19b001", "00f110:19c001")
         time.sleep(0.5)  # nothing more comes: exactly one start and one end
-        assert [e["event"] for e in env.probe.events()] == ["start", "end"]
+        assert [e["event"] for e in env.probe.events()] == ["start", "complete"]
         occ = env.occ.status()["counters"]
-        assert occ["ho_start"] == 1 and occ["ho_end"] == 1
+        assert occ["ho_start"] == 1 and occ["ho_complete"] == 1
         st = env.ho.status()
-        assert st["ho_events"] == {"start": 1, "end": 1} and st["counters"]["events_sent"] == 2
+        assert st["ho_events"] == {"start": 1, "complete": 1} and st["counters"]["events_sent"] == 2
         assert st["in_handover"] == [] and st["latency_ms"]["0.99"] is not None
         _, text = http("GET", env.ho.url("/metrics"))
         assert b'octoric_handover_events_total{kind="start"} 1.0' in text
@@ -338,7 +338,7 @@ def test_run_component(env: Env) -> None:
         frag = wait_until(
             lambda: "2 subs" in comp.status() and comp.status(), 30, "status fragment"
         )
-        assert frag == "handover 0 starts/0 ends, 2 subs", frag
+        assert frag == "handover 0 starts/0 done/0 failed, 2 subs", frag
     finally:
         env.lt.call(comp.stop())
     rep = comp.report()

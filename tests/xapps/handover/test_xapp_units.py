@@ -45,28 +45,29 @@ def test_events_without_a_route_are_sent_later_in_order(
 
     monkeypatch.setattr(ho.shell, "send", send)
     assert not ho.publish(HoEvent(1, "start", 1000), "gnb_a")
-    assert not ho.publish(HoEvent(1, "end", 1000), "gnb_a")
+    assert not ho.publish(HoEvent(1, "complete", 1000), "gnb_a")
     assert ho.counters["events_unsent"] == 2 and ho.status()["events_waiting"] == 2
     route["up"] = True  # the receivers registered: the next event takes the queue along
     assert ho.publish(HoEvent(2, "start", 1000), "gnb_a")
-    assert out == [(1, "start"), (1, "end"), (2, "start")] and ho.counters["events_sent"] == 3
+    assert out == [(1, "start"), (1, "complete"), (2, "start")] and ho.counters["events_sent"] == 3
     # too old: given up, never sent out of date
     route["up"] = False
     ho.cfg = HandoverXappConfig(event_retry_s=0.01)
-    ho.publish(HoEvent(2, "end", 1000), "gnb_a")
+    ho.publish(HoEvent(2, "complete", 1000), "gnb_a")
     time.sleep(0.02)
     route["up"] = True
     with ho._send_lock:
         assert ho._send_unsent()
     assert ho.counters["events_dropped"] == 1 and out[-1] == (2, "start")
-    assert ho.events == {"start": 2, "end": 2}
+    assert ho.events == {"start": 2, "complete": 2}
 
 
 def test_controls() -> None:
     c = typed_controls(HandoverXappConfig, {"nodes": ["gnb_a"], "forget_s": 5})
     assert c.nodes == ("gnb_a",) and c.forget_s == 5.0
     for bad in ({"forget_s": 0}, {"discovery_period_s": 0.0}, {"event_retry_s": -1},
-                {"subscription_timeout_s": 0}, {"colour": 1}):  # fmt: skip
+                {"subscription_timeout_s": 0}, {"colour": 1}, {"detection": "both"},
+                {"kpm_period_ms": 100, "kpm_granularity_ms": 30}, {"ping_pong_s": 0}):  # fmt: skip
         with pytest.raises(XappConfigError):
             typed_controls(HandoverXappConfig, bad)
 

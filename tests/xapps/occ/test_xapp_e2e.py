@@ -323,11 +323,11 @@ def test_handover_event_sets_fallback(env: Env) -> None:
         assert fb.received_at - t_sent < 0.2
         ue = http("GET", env.occ.url("/occ/v1/ues/103"))[1]
         assert ue["fallback"] is True and ue["handover"] is True
-        assert ep.send(30501, encode(HoEvent(103, "end").to_json()))
+        assert ep.send(30501, encode(HoEvent(103, "complete").to_json()))
         wait_until(
             lambda: (f := lst.get(0.05)) is not None and not f.fallback, 5, "fallback cleared"
         )
-        assert ep.send(30501, b'{"version": 1, "ue": "x", "event": "start"}')
+        assert ep.send(30501, b'{"version": 2, "ue": "x", "event": "start"}')
         assert ep.send(30501, b"\xff not json")
         # RMR health check: 100 -> 101 "OK" (RMRXapp's default handler)
         assert ep.wh_send_to(f"127.0.0.1:{env.occ.rmr_port}", 100, b"ping")
@@ -338,7 +338,7 @@ def test_handover_event_sets_fallback(env: Env) -> None:
             lambda: (s := env.occ.status())["ho_event_errors"] and s, 5, "bad 30501 counted"
         )
         assert st["ho_event_errors"] == {"ue": 1, "not_json": 1}
-        assert st["counters"]["ho_start"] == 1 and st["counters"]["ho_end"] == 1
+        assert st["counters"]["ho_start"] == 1 and st["counters"]["ho_complete"] == 1
     finally:
         http("DELETE", env.occ.url("/occ/v1/flows/ho-flow"))
         lst.close()

@@ -89,18 +89,18 @@ def test_kpm_then_rc_handover(
         e2ap.RicIndication(RicRequestId(123, 6), 3, 1, b"\x00", b"\xff\xff", sn=4)
     )
     ho.on_indication(RmrMessage(12050, 6, "gnb_a", bad))
-    assert ho.events["start"] == 1 and ho.events["end"] == 1
+    assert ho.events["start"] == 1 and ho.events["complete"] == 1
     assert ho.counters["events_sent"] == 2
     assert ho.detector.counters["entries_without_handover"] == 2
     assert ho.rejected["undecodable"] == 1
-    assert xapp.counters["ho_start"] == 1 and xapp.counters["ho_end"] == 1
+    assert xapp.counters["ho_start"] == 1 and xapp.counters["ho_complete"] == 1
     # OCC itself no longer reads RC: an RC indication is not a KPM one
     xapp.on_indication(RmrMessage(12050, 6, "gnb_a", _rc_pdu(ue, 1, 5)))
     assert xapp.rejected["not_kpm"] == 1 and not xapp.latest[101].fallback
     # 30501 does the same
     xapp.on_ho_event(RmrMessage(30501, -1, "", encode(HoEvent(102, "start").to_json())))
     assert xapp.latest[102].fallback
-    xapp.on_ho_event(RmrMessage(30501, -1, "", encode(HoEvent(102, "end").to_json())))
+    xapp.on_ho_event(RmrMessage(30501, -1, "", encode(HoEvent(102, "complete").to_json())))
     assert not xapp.latest[102].fallback
 
 

@@ -93,17 +93,24 @@ def test_abw_report_matches_schema() -> None:
 
 
 def test_ho_event_parse() -> None:
-    ev = HoEvent(9, "start", 123, source_meid="a", target_meid="b")
-    jsonschema.validate(ev.to_json(), load_schema("ho_event"))
-    assert parse_ho_event(json.dumps(ev.to_json()).encode()) == ev
+    for ev in (
+        HoEvent(9, "start", 123, source_meid="a", target_meid="b", id="9:123:start", path="rc"),
+        HoEvent(9, "failure", 200, cause="radio-link-failure-reestablished", interruption_ms=1.5,
+                started_ms=123),
+    ):  # fmt: skip
+        jsonschema.validate(ev.to_json(), load_schema("ho_event"))
+        assert parse_ho_event(json.dumps(ev.to_json()).encode()) == ev
     for payload, reason in [
         (b"nope", "not_json"),
         (b"[]", "not_object"),
-        (b'{"version": 2, "ue": 1, "event": "start"}', "version"),
-        (b'{"version": 1, "ue": -1, "event": "start"}', "ue"),
-        (b'{"version": 1, "ue": 1, "event": "begin"}', "event"),
-        (b'{"version": 1, "ue": 1, "event": "end", "t_ms": "x"}', "t_ms"),
-        (b'{"version": 1, "ue": 1, "event": "end", "guami": 5}', "guami"),
+        (b'{"version": 1, "ue": 1, "event": "start"}', "version"),
+        (b'{"version": 2, "ue": -1, "event": "start"}', "ue"),
+        (b'{"version": 2, "ue": 1, "event": "begin"}', "event"),
+        (b'{"version": 2, "ue": 1, "event": "end"}', "event"),  # version 1's; now complete
+        (b'{"version": 2, "ue": 1, "event": "complete", "t_ms": "x"}', "t_ms"),
+        (b'{"version": 2, "ue": 1, "event": "complete", "guami": 5}', "guami"),
+        (b'{"version": 2, "ue": 1, "event": "failure", "path": "x2"}', "path"),
+        (b'{"version": 2, "ue": 1, "event": "complete", "interruption_ms": -1}', "interruption_ms"),
     ]:
         with pytest.raises(HoEventError) as e:
             parse_ho_event(payload)
