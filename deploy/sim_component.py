@@ -23,6 +23,7 @@ SETUP_WAIT_S = 30.0
 
 STATUS_FILE = "sim-status.json"
 SUMMARY_FILE = "sim-summary.json"
+HANDOVER_LOG = "sim-handovers.jsonl"  # ground truth (sim.ground_truth)
 
 
 def live_argv(ctx: RunContext, occ_flows_url: str | None = None) -> list[str]:
@@ -38,7 +39,10 @@ def live_argv(ctx: RunContext, occ_flows_url: str | None = None) -> list[str]:
         "--ric-e2", f"127.0.0.1:{ric.e2_port}", "--e2-transport", resolve(ric.e2_transport),
         "--status-file", str(ctx.run_dir / STATUS_FILE),
         "--json", str(ctx.run_dir / SUMMARY_FILE),
+        "--handover-log", str(ctx.run_dir / HANDOVER_LOG),
     ]  # fmt: skip
+    if cfg.cells_per_gnb is not None:
+        argv += ["--cells-per-gnb", str(cfg.cells_per_gnb)]
     if occ_flows_url is not None:
         # the video flows are OCC-fed and take their target from the OCC xApp's UDP feedback
         # (GCC until the first datagram and while the xApp says fallback)

@@ -40,6 +40,8 @@ class XappSpec:
     rmr_port: int
     http_port: int
     status_path: str
+    # controls that name a file of this run: (control, file name in the run folder)
+    run_files: tuple[tuple[str, str], ...] = ()
 
     @property
     def descriptor_file(self) -> Path:
@@ -50,18 +52,26 @@ class XappSpec:
 KNOWN: dict[str, XappSpec] = {
     "occ": XappSpec("occ", "octoric.xapps.occ", *ports.XAPP_PORTS["occ"], "/occ/v1/status"),
     "handover": XappSpec(
-        "handover", "octoric.xapps.handover", *ports.XAPP_PORTS["handover"], "/handover/v1/status"
+        "handover",
+        "octoric.xapps.handover",
+        *ports.XAPP_PORTS["handover"],
+        "/handover/v1/status",
+        run_files=(("event_log", "handover-events.jsonl"),),
     ),
 }
 
 
-def descriptor_for(spec: XappSpec, rmr_port: int, http_port: int) -> dict[str, Any]:
-    """The xApp's descriptor with the ports of this run."""
+def descriptor_for(
+    spec: XappSpec, rmr_port: int, http_port: int, controls: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The xApp's descriptor with the ports of this run and ``controls`` over its own."""
     d: dict[str, Any] = json.loads(spec.descriptor_file.read_text())
     by_name = {"http": http_port, "rmr-data": rmr_port, "rmr-route": rmr_port + 1}
     for p in (d.get("messaging") or {}).get("ports") or []:
         if p.get("name") in by_name:
             p["port"] = by_name[p["name"]]
+    if controls:
+        d["controls"] = {**(d.get("controls") or {}), **controls}
     return d
 
 
@@ -145,9 +155,10 @@ class XappComponent:
         rt = RicRuntime.read(state)
         _record_ports(ctx.run_dir, self.spec.name, self.rmr_port, self.http_port, self.status_url)
         cfg = ctx.run_dir / f"{self.spec.name}-config-file.json"
-        cfg.write_text(
-            json.dumps(descriptor_for(self.spec, self.rmr_port, self.http_port), indent=2)
-        )
+        controls = {k: str(ctx.run_dir / f) for k, f in self.spec.run_files}
+        controls.update(ctx.config.xapps.controls.get(self.spec.name, {}))
+        d = descriptor_for(self.spec, self.rmr_port, self.http_port, controls)
+        cfg.write_text(json.dumps(d, indent=2))
         env = xapp_environment(rt, self.spec.name, self.rmr_port, self.http_port, cfg)
         env.setdefault("OCTORIC_LOG_FORMAT", "json")
         argv = [sys.executable, "-m", self.spec.module,
@@ -223,6 +234,12 @@ class XappComponent:
 
 def components(ctx: RunContext) -> list[XappComponent]:
     out: list[XappComponent] = []
+    for name in ctx.config.xapps.controls:
+        if name not in ctx.config.xapps.enabled:
+            raise OctoricError(
+                f"xapps.controls.{name}: no such xApp in xapps.enabled "
+                f"({', '.join(ctx.config.xapps.enabled) or 'none'})"
+            )
     for name in ctx.config.xapps.enabled:
         spec = KNOWN.get(name)
         if spec is None:

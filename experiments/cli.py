@@ -77,6 +77,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     o.set_defaults(func=_cmd_occ)
 
+    h = sub.add_parser(
+        "handover",
+        help="octoric run on high-speed rail across gNBs; handover events vs the ground truth",
+    )
+    h.add_argument(
+        "--detection", action="append", choices=("rc", "kpm", "auto"), metavar="PATH",
+        help="detection path(s) to run (rc, kpm, auto; repeatable; default: rc and kpm)",
+    )  # fmt: skip
+    h.add_argument("--duration", type=float, default=300.0, metavar="S",
+                   help="seconds per run (default 300)")  # fmt: skip
+    h.add_argument("--cells", type=int, default=4, help="cells, one gNB each (default 4)")
+    h.add_argument("--ues", type=int, default=8, help="UEs (default 8)")
+    h.add_argument("--seed", type=int, default=1)
+    h.add_argument(
+        "--out", metavar="DIR", default="build/handover-eval",
+        help="run folders, results.json and results.md (default: %(default)s)",
+    )  # fmt: skip
+    h.set_defaults(func=_cmd_handover)
+
     def _help(args: argparse.Namespace) -> int:
         p.print_help()
         return 2
@@ -148,3 +167,17 @@ def _cmd_occ(args: argparse.Namespace) -> int:
             )
             print(f"[eval] wrote {path}", file=sys.stderr)
     return 0
+
+
+def _cmd_handover(args: argparse.Namespace) -> int:
+    from octoric.experiments import handover_eval as hev
+
+    if args.duration < 30:
+        raise hev.HandoverEvalError("--duration must be >= 30 s (10 s warm-up, then handovers)")
+    if args.cells < 2:
+        raise hev.HandoverEvalError("--cells must be >= 2 (handovers between gNBs)")
+    opts = hev.HandoverEvalOptions(args.duration, args.cells, args.ues, args.seed)
+    doc = hev.run_eval(args.detection or ["rc", "kpm"], opts, Path(args.out))
+    print((Path(args.out) / "results.md").read_text(), end="")
+    print(f"[eval] wrote {args.out}/results.json and results.md", file=sys.stderr)
+    return 0 if doc["ok"] else 1

@@ -62,6 +62,7 @@ class RicConfig:
 class SimConfig:
     scenario: str = "multi-ue"
     cells: int = 2
+    cells_per_gnb: int | None = None  # None: every cell on one gNB (one E2 node)
     ues: int = 8
     seed: int = 1
     traffic: Literal["video", "backlogged"] = "video"
@@ -70,6 +71,9 @@ class SimConfig:
 @dataclass
 class XappsConfig:
     enabled: list[str] = field(default_factory=lambda: ["occ", "handover", "octopus"])
+    # per xApp, ``controls`` that override its descriptor's, e.g.
+    # --set xapps.controls.handover.detection=kpm (the xApp validates them when it starts)
+    controls: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass

@@ -48,6 +48,16 @@ def coerce(value: Any, tp: Any, where: str, error: ErrorFactory) -> Any:
             raise error(f"expected a list, got {value!r}", where)
         (item_tp,) = get_args(tp)
         return [coerce(v, item_tp, f"{where}[{i}]", error) for i, v in enumerate(value)]
+    if tp is Any:
+        return value
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise error(f"expected a mapping, got {value!r}", where)
+        key_tp, val_tp = get_args(tp)
+        return {
+            coerce(k, key_tp, where, error): coerce(v, val_tp, f"{where}.{k}", error)
+            for k, v in value.items()
+        }
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         if not isinstance(value, dict):
             raise error(f"expected a mapping for {tp.__name__}, got {value!r}", where)

@@ -56,6 +56,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--status-file", metavar="PATH", help="rewrite a JSON status here every second"
     )
     live.add_argument(
+        "--handover-log", metavar="PATH",
+        help="write the ground truth here: one JSON line per handover start and end",
+    )  # fmt: skip
+    live.add_argument(
         "--feedback-port", type=int, metavar="PORT",
         help="UDP port (127.0.0.1) for the OCC xApp's JSON feedback to occ senders (0: any)",
     )  # fmt: skip
@@ -179,6 +183,7 @@ def _cmd_live(args: argparse.Namespace) -> int:
         ric_host=host, ric_port=port, transport=resolve(args.e2_transport),
         duration_s=duration, status_path=Path(args.status_file) if args.status_file else None,
         feedback_port=args.feedback_port, occ_register=args.occ_register,
+        handover_log=Path(args.handover_log) if args.handover_log else None,
     )  # fmt: skip
     if not args.quiet:
         print(

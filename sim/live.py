@@ -26,6 +26,7 @@ from octoric.contracts.feedback import FeedbackFormatError, parse_feedback
 from octoric.sim.clock import WallClockStats
 from octoric.sim.e2agent import E2Agent
 from octoric.sim.engine import Engine
+from octoric.sim.ground_truth import HandoverLog
 from octoric.sim.measurements import AbwSource, KpmReport
 from octoric.sim.scenario import Scenario
 from octoric.sim.summary import build_summary
@@ -135,6 +136,7 @@ class LiveOptions:
     feedback_port: int | None = None  # UDP port on 127.0.0.1 (0: any free port)
     occ_register: str | None = None  # the OCC xApp's POST /occ/v1/flows URL
     tick_ms: float = 1.0
+    handover_log: Path | None = None  # ground truth: one JSON line per handover start / end
 
 
 @dataclass
@@ -159,6 +161,11 @@ class LiveSim:
         for a in self.agents:
             eng.add_kpm_sink(a)
             eng.add_mobility_sink(a.on_mobility)
+        self.ho_log: HandoverLog | None = None
+        if opts.handover_log is not None:
+            ncis = {i: n for a in self.agents for i, n in a.cell_nci.items()}
+            self.ho_log = HandoverLog(opts.handover_log, eng, [a.meid for a in self.agents], ncis)
+            eng.add_mobility_sink(self.ho_log)
         self.feedback: FeedbackApplier | None = None
         self.feedback_addr: tuple[str, int] | None = None
         self._udp: asyncio.DatagramTransport | None = None
@@ -215,6 +222,8 @@ class LiveSim:
             self._final_nodes = [self._node(a) for a in self.agents]
             for a in self.agents:
                 await a.stop()
+            if self.ho_log is not None:
+                self.ho_log.close()
             if self._udp is not None:
                 self._udp.close()
         self.write_status()

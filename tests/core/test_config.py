@@ -92,3 +92,16 @@ def test_dump_round_trips(tmp_path: Path) -> None:
     f = tmp_path / "dumped.yaml"
     f.write_text(config.dump(cfg))
     assert config.load(f) == cfg
+
+
+def test_per_xapp_controls_and_cells_per_gnb() -> None:
+    cfg = config.load(
+        overrides=["xapps.controls.handover.detection=kpm", "xapps.controls.occ.foo=[1, 2]",
+                   "sim.cells_per_gnb=1"]
+    )  # fmt: skip
+    assert cfg.xapps.controls == {"handover": {"detection": "kpm"}, "occ": {"foo": [1, 2]}}
+    assert cfg.sim.cells_per_gnb == 1 and config.load().sim.cells_per_gnb is None
+    with pytest.raises(ConfigError, match=r"xapps\.controls\.handover: expected a mapping"):
+        config.load(overrides=["xapps.controls.handover=kpm"])
+    with pytest.raises(ConfigError, match="expected a mapping"):
+        config.load(overrides=["xapps.controls=3"])

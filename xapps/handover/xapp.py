@@ -66,6 +66,7 @@ class HandoverXapp:
         self.counters: Counter[str] = Counter()
         self.rejected: Counter[str] = Counter()  # indications by reason
         self.events: Counter[str] = Counter()  # published or not, by kind
+        self.by_path: Counter[str] = Counter()  # handovers (starts) by detection path
         self.last_errors: deque[dict[str, Any]] = deque(maxlen=20)
         self.recent: deque[dict[str, Any]] = deque(maxlen=50)  # the latest events
         self.latency = Quantiles()
@@ -192,6 +193,22 @@ class HandoverXapp:
             self.publish(ev, msg.meid)
         if events:
             self.latency.observe(time.perf_counter() - t_in)
+            self.by_path.update(ev.path or "rc" for ev in events if ev.is_start)
+            self._log_events(events)
+
+    def _log_events(self, events: list[HoEvent]) -> None:
+        """Append to ``event_log`` (a run's record of what was detected); a failure is
+        counted and logged once, never raised into detection."""
+        path = self.cfg.event_log
+        if not path:
+            return
+        try:
+            with open(path, "a", encoding="utf-8") as f:
+                f.writelines(json.dumps(e.to_json(), separators=(",", ":")) + "\n" for e in events)
+        except OSError as e:
+            self.counters["event_log_errors"] += 1
+            if self.counters["event_log_errors"] == 1:
+                log.warning("cannot append to the event log %s: %s", path, e)
 
     def publish(self, ev: HoEvent, meid: str) -> bool:
         """One 30501, after any still unsent (order kept). One that finds no route or peer is
@@ -249,6 +266,7 @@ class HandoverXapp:
             "subscriptions": self.node_subs.snapshot(),
             "counters": dict(self.counters),
             "ho_events": dict(self.events),
+            "handovers_by_path": dict(self.by_path),
             "detector": detector,
             "ues_followed": ues,
             "in_handover": in_ho,
@@ -274,6 +292,7 @@ class HandoverXapp:
         return {
             "indications_total": self.counters["indications"],
             "events": self.events,
+            "handovers_by_path": self.by_path,
             "events_unsent_total": self.counters["events_unsent"],
             "events_dropped_total": self.counters["events_dropped"],
             "detection_latency_seconds": self.latency,
@@ -290,13 +309,15 @@ class HandoverXapp:
 
 _LABELS = {
     "events": "kind",
+    "handovers_by_path": "path",
     "detector": "counter",
     "rejected_indications": "reason",
     "rest_errors": "reason",
     "subscriptions": "state",
 }
 _HELP = {
-    "events": "handover events detected, by kind (start, end)",
+    "events": "handover events detected, by kind (start, complete, failure, ping_pong)",
+    "handovers_by_path": "handovers detected, by path (rc: E2SM-RC REPORT, kpm: UE-level KPM)",
     "events_unsent_total": "30501 send attempts that found no route or peer (tried again)",
     "events_dropped_total": "30501 messages given up after event_retry_s",
     "detection_latency_seconds": "RC indication in -> its 30501 sent",

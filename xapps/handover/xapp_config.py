@@ -20,6 +20,7 @@ class HandoverXappConfig:
     kpm_period_ms: int = 100  # KPM path: one UE-level report per node this often
     kpm_granularity_ms: int = 10  # ... in granules this long (the precision of its timing)
     ping_pong_s: float = 3.0  # back to the cell left within this long after: a ping-pong
+    event_log: str = ""  # a file to append every event to (JSON lines); "": none
 
     def __post_init__(self) -> None:
         if not 0.05 <= self.discovery_period_s <= 3600:

@@ -91,3 +91,35 @@ def test_descriptor_against_oran_sc_schema(shared_dir: Path) -> None:
     assert set(controls["properties"]) == {f.name for f in fields(HandoverXappConfig)}
     rmr = next(p for p in d["messaging"]["ports"] if p["name"] == "rmr-data")
     assert rmr["rxMessages"] == ["RIC_INDICATION"] and rmr["txMessages"] == ["OCTORIC_HO_EVENT"]
+
+
+def test_run_gives_the_xapp_its_controls_and_event_log(tmp_path: Path) -> None:
+    """``octoric run``: ``xapps.controls.<name>`` over the descriptor's, the event log in the
+    run folder; controls for an xApp that is not enabled are a clear error."""
+    from octoric import config
+    from octoric.deploy.xapps_component import KNOWN, components, descriptor_for
+    from octoric.errors import OctoricError
+    from octoric.supervisor import RunContext
+
+    spec = KNOWN["handover"]
+    d = descriptor_for(spec, 5000, 5002, {"detection": "kpm", "event_log": "/x/e.jsonl"})
+    assert d["controls"]["detection"] == "kpm" and d["controls"]["forget_s"] == 60.0
+    c = typed_controls(HandoverXappConfig, d["controls"])
+    assert (c.detection, c.event_log) == ("kpm", "/x/e.jsonl")
+    assert dict(spec.run_files) == {"event_log": "handover-events.jsonl"}
+    cfg = config.load(overrides=["xapps.enabled=[occ]", "xapps.controls.handover.detection=kpm"])
+    with pytest.raises(OctoricError, match=r"xapps\.controls\.handover: no such xApp"):
+        components(RunContext(cfg, tmp_path))
+
+
+def test_event_log_appends_json_lines_and_counts_failures(ho: HandoverXapp, tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    ho.cfg = HandoverXappConfig(event_log=str(path))
+    evs = [HoEvent(1, "start", 1000, path="kpm"), HoEvent(1, "complete", 1090, path="kpm")]
+    ho._log_events(evs)
+    ho._log_events(evs[:1])
+    lines = [parse_ho_event(x.encode()) for x in path.read_text().splitlines()]
+    assert lines == [*evs, evs[0]]
+    ho.cfg = HandoverXappConfig(event_log=str(tmp_path / "no" / "such" / "dir.jsonl"))
+    ho._log_events(evs)  # never raised into detection
+    assert ho.counters["event_log_errors"] == 1
