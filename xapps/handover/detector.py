@@ -31,7 +31,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 from octoric.contracts.ho_event import COMPLETE, FAILURE, PING_PONG, START, HoEvent
 from octoric.contracts.rc import HO_PHASE_COMPLETED, HO_PHASE_FAILED, HO_PHASE_STARTED
@@ -117,16 +118,47 @@ class Detector:
         self.ping_pong_ms = ping_pong_ms
         self.tracks: dict[tuple[int, str | None], UeTrack] = {}
         self.counters: Counter[str] = Counter()
+        # for persistence (the xApp keeps the tracks in SDL): changed / forgotten since taken
+        self.touched: set[tuple[int, str | None]] = set()
+        self.forgotten: set[tuple[int, str | None]] = set()
 
     def in_handover(self) -> list[UeTrack]:
         return [t for t in self.tracks.values() if t.in_handover]
 
     def _track(self, ue: int, guami: str | None, meid: str, cell: int | None, now: int) -> UeTrack:
         key = (ue, guami)
+        self.touched.add(key)
         t = self.tracks.get(key)
         if t is None:
             t = self.tracks[key] = UeTrack(ue, guami, meid, cell, now)
         return t
+
+    def take_changes(self) -> tuple[list[dict[str, Any]], list[tuple[int, str | None]]]:
+        """The tracks changed and the keys forgotten since the last call (to persist)."""
+        changed = [asdict(self.tracks[k]) for k in self.touched if k in self.tracks]
+        gone = [k for k in self.forgotten if k not in self.tracks]
+        self.touched, self.forgotten = set(), set()
+        return changed, gone
+
+    def restore(self, tracks: Iterable[dict[str, Any]]) -> int:
+        """Tracks saved by ``take_changes`` (a restarted xApp); malformed ones are skipped and
+        counted ``restore_errors``. Returns how many were restored."""
+        names = {f.name for f in fields(UeTrack)}
+        n = 0
+        for d in tracks:
+            try:
+                if not isinstance(d, dict) or set(d) - names:
+                    raise TypeError("not a track")
+                t = UeTrack(**d)
+                if not isinstance(t.ue, int) or not isinstance(t.meid, str):
+                    raise TypeError("bad identity")
+            except TypeError:
+                self.counters["restore_errors"] += 1
+                continue
+            self.tracks[(t.ue, t.guami)] = t
+            n += 1
+        self.counters["restored"] += n
+        return n
 
     # --- rc path -------------------------------------------------------------------------
     def on_report(self, entries: Iterable[UeInfo]) -> list[HoEvent]:
@@ -287,5 +319,6 @@ class Detector:
                 gone.append(key)
         for key in gone:
             del self.tracks[key]
+        self.forgotten.update(gone)
         self.counters["ues_forgotten"] += len(gone)
         return len(gone)

@@ -319,6 +319,43 @@ def test_bad_rc_input_is_counted(env: Env) -> None:
     wait_until(lambda: env.ho.status()["detector"]["entries"] > before + 10, 10, "still reading")
 
 
+def test_kill_9_restarts_from_sdl(env: Env) -> None:
+    """Killed mid-handover, the xApp comes back with its UE tracks from SDL: the handover
+    that completes after it is back gives a complete that names the start's source."""
+    env.rc_a.handover(102, 1, CELL_B, CELL_A)
+    wait_until(lambda: env.probe.events(102), 10, "the start of UE 102")
+    wait_until(
+        lambda: env.ho.status()["counters"].get("tracks_persisted", 0) > 0, 5, "tracks in SDL"
+    )
+    time.sleep(0.6)  # one more persist period: the start is in SDL
+    assert env.ho.proc is not None
+    os.killpg(env.ho.proc.pid, signal.SIGKILL)
+    env.ho.proc.wait(10)
+    env.ho.start()  # same ports, same SDL
+
+    def subscribed() -> bool:
+        subs = env.ho.status()["subscriptions"] if _alive(env.ho) else []
+        return len(subs) == 2 and all(s["state"] == "active" for s in subs)
+
+    wait_until(subscribed, 60, "the restarted xApp's subscriptions")
+    st = env.ho.status()
+    assert st["detector"]["restored"] >= 3, st["detector"]  # UEs 102, 103, 104 (RC-reported)
+    assert [t["ue"] for t in st["in_handover"]] == [102]
+    env.rc_b.handover(102, 2, CELL_B, CELL_A)
+    evs = wait_until(lambda: len(e := env.probe.events(102)) == 2 and e, 10, "the complete")
+    assert evs[1]["event"] == "complete" and evs[1]["source_meid"] == env.node_a.meid
+    assert evs[1]["started_ms"] == evs[0]["t_ms"]  # the start before the kill
+    assert env.ho.status()["detector"].get("ends_without_start", 0) == 0
+
+
+def _alive(x: XappProc) -> bool:
+    try:
+        x.status()
+        return True
+    except (OSError, AssertionError):
+        return False
+
+
 def test_run_component(env: Env) -> None:
     """The handover xApp under ``octoric run``'s supervisor: status fragment and report."""
     from octoric.config import RunConfig

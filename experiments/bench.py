@@ -1,0 +1,339 @@
+"""``octoric bench handover``: the handover xApp's detection latency and exactness under a
+high-speed-rail load (issue #12, done-when 2).
+
+The setup is a real one: a private Redis and the embedded RIC (``ric.stack.running_ric``),
+``n_gnbs`` scripted gNBs connected over E2 (TCP framing) offering E2SM-RC, the handover xApp
+as its own process (``python -m octoric.xapps.handover``), and a receiver xApp on unmodified
+ricxappframe (``experiments.ho_probe``) that the RIC routes 30501 to. Each of ``n_ues`` UEs
+hands over from gNB g to gNB g+1 at exponential intervals (mean 6.65 s, ToN'22's HSR
+figure): the source gNB reports the start (RC REPORT style 4, phase 1), the target gNB the
+completion after a log-normal interruption (mean 92.8 ms).
+
+Detection latency: from the gNB sending the indication to the probe receiving its 30501. That
+includes two hops the issue's definition (e2term's arrival to the 30501 leaving the xApp)
+does not: gNB -> e2term (E2 over loopback TCP) and xApp -> probe (RMR). It is an upper bound.
+There is no baseline to run beside it (no other RAN-side handover detector exists here);
+the target is the issue's, from ToN'22 (1.6 ms measured at the RAN).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from octoric.bench import Benchmark, BenchResult
+from octoric.contracts.rc import (
+    PARAM_HO_PHASE,
+    PARAM_INTERRUPTION_MS,
+    PARAM_NR_CELL,
+    PARAM_RRC_STATE,
+    PARAM_SOURCE_CELL,
+)
+from octoric.deploy.xapp_env import descriptor, xapp_environment
+from octoric.e2sm import e2ap, rc
+from octoric.e2sm.common import Guami, UeId
+from octoric.e2sm.e2ap_ies import RanFunction
+from octoric.e2sm.node_session import NodeSubscription, ScriptedNode
+from octoric.redis_server import free_port
+from octoric.ric.stack import LoopThread, RicStack, free_pair, running_ric
+
+REPO = Path(__file__).resolve().parents[1]
+GUAMI = Guami(bytes.fromhex("00f110"), 1, 1, 0)
+TARGET_DETECT_P99_MS = 2.0
+TARGET_WEBHOOK_P99_MS = 10.0
+MEAN_INTERVAL_S = 6.65  # ToN'22, HSR
+MEAN_INTERRUPTION_MS = 92.8
+
+
+def nci(gnb: int) -> int:
+    return (0x100 + gnb) << 12 | 1
+
+
+class RcNode(ScriptedNode):
+    """A gNB that sends an RC indication when told (no periodic reports)."""
+
+    def __init__(self, host: str, port: int, gnb: int) -> None:
+        fn = RanFunction(
+            rc.RAN_FUNCTION_ID, rc.encode_rc(rc.octoric_ran_function_definition()), 1, rc.OID
+        )
+        super().__init__(host, port, "tcp", gnb_id=0x100 + gnb, ran_functions=[fn])
+        self.gnb = gnb
+        self.header = rc.encode_rc(rc.RcIndicationHeader(1, 1))
+
+    async def on_subscription_request(self, msg: e2ap.RicSubscriptionRequest) -> None:
+        actions = [a.action_id for a in msg.details.actions]
+        sub = NodeSubscription(msg.request_id, msg.ran_function_id, action_ids=actions)
+        self._add_subscription(sub)
+        await self.send(
+            e2ap.RicSubscriptionResponse(msg.request_id, msg.ran_function_id, admitted=actions)
+        )
+
+    async def report(self, ue: int, phase: int, cell: int, source: int, gap_ms: int) -> float:
+        """One RC indication to every subscriber; the wall-clock time it was sent."""
+        params = [
+            rc.RanParam(PARAM_RRC_STATE, rc.Element(0)),
+            rc.RanParam(PARAM_NR_CELL, rc.Element(rc.Bits(cell, 36))),
+            rc.RanParam(PARAM_HO_PHASE, rc.Element(phase)),
+            rc.RanParam(PARAM_SOURCE_CELL, rc.Element(rc.Bits(source, 36))),
+        ]
+        if phase != 1:
+            params.append(rc.RanParam(PARAM_INTERRUPTION_MS, rc.Element(gap_ms)))
+        msg = rc.encode_rc(
+            rc.RcIndicationMessage(ue_params=((UeId.gnb(ue, GUAMI), tuple(params)),))
+        )
+        pdus = [
+            self.indication_pdu(s, s.action_ids[0], self.header, msg) for s in self.subs.values()
+        ]
+        t = time.time()
+        for pdu in pdus:
+            await self.send_pdu(pdu)
+        return t
+
+
+@dataclass
+class Workload:
+    n_gnbs: int = 10
+    n_ues: int = 100  # per gNB
+    duration_s: float = 30.0
+    seed: int = 7
+    sent: dict[tuple[int, str, int], float] = field(default_factory=dict)  # (ue, kind, k) -> t
+
+    async def run(self, nodes: list[RcNode]) -> None:
+        rng = random.Random(self.seed)
+        n = self.n_gnbs * self.n_ues
+        where = [u % self.n_gnbs for u in range(n)]
+        count = [0] * n
+        t0 = time.monotonic()
+        heap: list[tuple[float, int, int, int]] = []  # (t, ue, phase, gap ms)
+        for u in range(n):
+            heapq.heappush(heap, (rng.expovariate(1 / MEAN_INTERVAL_S), u, 1, 0))
+        sigma = 0.3
+        mu = np.log(MEAN_INTERRUPTION_MS) - sigma**2 / 2
+        while heap:
+            t, u, phase, gap = heapq.heappop(heap)
+            if phase == 1 and t > self.duration_s:
+                continue  # no new handovers after the end; ends still come
+            await asyncio.sleep(max(0.0, t0 + t - time.monotonic()))
+            src = where[u]
+            dst = (src + 1) % self.n_gnbs
+            ue = u + 1
+            if phase == 1:
+                sent = await nodes[src].report(ue, 1, nci(dst), nci(src), 0)
+                self.sent[(ue, "start", count[u])] = sent
+                gap = max(20, int(rng.lognormvariate(mu, sigma)))
+                heapq.heappush(heap, (t + gap / 1000, u, 2, gap))
+            else:
+                sent = await nodes[dst].report(ue, 2, nci(dst), nci(src), gap)
+                self.sent[(ue, "complete", count[u])] = sent
+                where[u], count[u] = dst, count[u] + 1
+                heapq.heappush(heap, (t + rng.expovariate(1 / MEAN_INTERVAL_S), u, 1, 0))
+
+
+@dataclass
+class Proc:
+    name: str
+    proc: subprocess.Popen[bytes]
+    out: Path
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+
+    def lines(self) -> list[dict[str, Any]]:
+        out = []
+        for line in self.out.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue  # log lines
+        return out
+
+
+def _spawn(stack: RicStack, tmp: Path, name: str, argv: list[str], rmr: int, http: int,
+           cfg: dict[str, Any]) -> Proc:  # fmt: skip
+    path = tmp / f"{name}-config.json"
+    path.write_text(json.dumps(cfg))
+    env = xapp_environment(stack.rt, name, rmr, http, path)
+    env["OCTORIC_LOG_FORMAT"] = "json"
+    out = tmp / f"{name}.out"
+    f: IO[bytes] = out.open("wb")
+    p = subprocess.Popen(argv, env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+    return Proc(name, p, out)
+
+
+def start_handover_xapp(stack: RicStack, tmp: Path, controls: dict[str, Any]) -> tuple[Proc, int]:
+    rmr, http = free_pair(), free_port()
+    d = json.loads((REPO / "xapps/handover/config-file.json").read_text())
+    by_name = {"http": http, "rmr-data": rmr, "rmr-route": rmr + 1}
+    for p in d["messaging"]["ports"]:
+        p["port"] = by_name[p["name"]]
+    d["controls"].update(controls)
+    argv = [sys.executable, "-m", "octoric.xapps.handover", "--rmr-port", str(rmr),
+            "--http-port", str(http)]  # fmt: skip
+    return _spawn(stack, tmp, "handover", argv, rmr, http, d), http
+
+
+def start_probe(stack: RicStack, tmp: Path, timeout_s: float) -> Proc:
+    rmr = free_pair()
+    d = descriptor("ho-probe", rmr, ["OCTORIC_HO_EVENT"], [])
+    argv = [sys.executable, "-m", "octoric.experiments.ho_probe", str(rmr), str(timeout_s)]
+    return _spawn(stack, tmp, "ho-probe", argv, rmr, free_port(), d)
+
+
+def _wait(cond: Any, timeout: float, what: str, procs: list[Proc]) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        for p in procs:
+            if p.proc.poll() is not None:
+                raise RuntimeError(f"{p.name} exited: {p.out.read_text()[-2000:]}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"bench handover: timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def _q(values: list[float], q: float) -> float | None:
+    return round(float(np.percentile(values, q)), 3) if values else None
+
+
+def measure(n_gnbs: int = 10, n_ues: int = 100, duration_s: float = 30.0) -> dict[str, Any]:
+    """One run; the figures of ``octoric bench handover --json``."""
+    wl = Workload(n_gnbs, n_ues, duration_s)
+    got: list[dict[str, Any]] = []
+    elapsed = 0.0
+    inside: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="octoric-ho-bench-") as d:
+        tmp = Path(d)
+        with running_ric(tmp) as stack:
+            loop = LoopThread()
+            procs: list[Proc] = []
+            nodes = [RcNode("127.0.0.1", stack.rt.ric.e2_port, g) for g in range(n_gnbs)]
+            try:
+                for n in nodes:
+                    loop.call(_start(n))
+                probe = start_probe(stack, tmp, duration_s + 120)
+                procs.append(probe)
+                _wait(lambda: any("ready" in x for x in probe.lines()), 60, "the probe", procs)
+                ho, http = start_handover_xapp(stack, tmp, {"detection": "rc"})
+                procs.append(ho)
+                _wait(lambda: all(n.subs for n in nodes), 60, "RC subscriptions", procs)
+                # the probe's route: one handover goes through before the clock starts
+                loop.call(_warm_up(nodes))
+                _wait(lambda: len(probe.lines()) >= 3, 30, "the first 30501s", procs)
+                skip = len(probe.lines())
+                t0 = time.monotonic()
+                loop.call(wl.run(nodes), timeout=duration_s + 60)
+                elapsed = time.monotonic() - t0
+                deadline = time.monotonic() + 10  # the last ones in flight
+                while len(probe.lines()) - skip < len(wl.sent) and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                got = probe.lines()[skip:]
+                inside = _get(f"http://127.0.0.1:{http}/handover/v1/status").get("latency_ms", {})
+            finally:
+                for n in nodes:
+                    loop.call(n.stop())
+                loop.stop()
+                for p in procs:
+                    p.stop()
+    f = _figures(wl.sent, got, elapsed)
+    f["xapp_p50_ms"], f["xapp_p99_ms"] = inside.get("0.5"), inside.get("0.99")
+    return f
+
+
+def _get(url: str) -> dict[str, Any]:
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=5) as r:
+            body: dict[str, Any] = json.loads(r.read())
+            return body
+    except (OSError, ValueError):
+        return {}
+
+
+async def _start(node: RcNode) -> None:
+    node.start()
+    while not node.connected:
+        await asyncio.sleep(0.02)
+
+
+async def _warm_up(nodes: list[RcNode]) -> None:
+    await nodes[0].report(999_999, 1, nci(1), nci(0), 0)
+    await asyncio.sleep(0.05)
+    await nodes[1].report(999_999, 2, nci(1), nci(0), 50)
+
+
+def _figures(sent: dict[tuple[int, str, int], float], got: list[dict[str, Any]],
+             elapsed: float) -> dict[str, Any]:  # fmt: skip
+    seen: dict[tuple[int, str], int] = {}
+    lat: list[float] = []
+    spurious = 0
+    for g in got:
+        b = g.get("body") or {}
+        kind = b.get("event")
+        if kind == "ping_pong":
+            continue
+        key = (int(b.get("ue", -1)), str(kind))
+        k = seen.get(key, 0)
+        seen[key] = k + 1
+        t = sent.get((key[0], key[1], k))
+        if t is None:
+            spurious += 1
+            continue
+        lat.append((g["at"] - t) * 1000)
+    return {
+        "events": len(lat),
+        "missed": len(sent) - len(lat),
+        "spurious": spurious,
+        "detect_p50_ms": _q(lat, 50),
+        "detect_p99_ms": _q(lat, 99),
+        "webhook_p99_ms": None,
+        "events_per_s": round(len(lat) / elapsed, 1) if elapsed else None,
+    }
+
+
+def cli_json(quick: bool) -> dict[str, Any]:
+    return measure(duration_s=10.0 if quick else 30.0)
+
+
+def _run(quick: bool) -> list[BenchResult]:
+    f = cli_json(quick)
+    p99 = f["detect_p99_ms"]
+    note = (f"10 gNBs x 100 UEs, HSR handovers ({f['events']} events, {f['missed']} missed, "
+            f"{f['spurious']} spurious, {f['events_per_s']} events/s); gNB send -> 30501 at a "
+            "receiver xApp (an upper bound of e2term in -> 30501 out)")  # fmt: skip
+    return [
+        BenchResult(
+            name="handover detection latency p99", value=p99 or 0.0, unit="ms",
+            higher_is_better=False, target=f"<= {TARGET_DETECT_P99_MS} ms",
+            target_met=p99 is not None and p99 <= TARGET_DETECT_P99_MS and not f["missed"],
+            note=note,
+        ),
+        BenchResult(
+            name="handover detection latency p50", value=f["detect_p50_ms"] or 0.0, unit="ms",
+            higher_is_better=False,
+        ),
+    ]  # fmt: skip
+
+
+BENCHMARKS = [
+    Benchmark("handover", "handover", _run, "handover detection under HSR load, 10 gNBs x 100 UEs")
+]
