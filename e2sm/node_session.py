@@ -317,7 +317,7 @@ class ScriptedNode(E2NodeSession[NodeSubscription, ScriptedNodeStats]):
         transport: Transport = "tcp",
         gnb_id: int = 411,
         plmn: bytes = bytes.fromhex("00f110"),
-        period_s: float = 0.01,
+        period_s: float | None = 0.01,  # None: no periodic reports (the caller sends them)
         ran_functions: list[RanFunction] | None = None,
         indications: IndicationSource = default_indication,
     ) -> None:
@@ -339,16 +339,17 @@ class ScriptedNode(E2NodeSession[NodeSubscription, ScriptedNodeStats]):
         await self.send(
             e2ap.RicSubscriptionResponse(msg.request_id, msg.ran_function_id, admitted=actions)
         )
-        sub.task = asyncio.create_task(self._report(sub))
+        if self.period_s is not None:
+            sub.task = asyncio.create_task(self._report(sub, self.period_s))
 
     async def on_control(self, msg: e2ap.RicControlRequest) -> None:
         self.stats.controls.append(msg)
         await self.send(e2ap.RicControlAcknowledge(msg.request_id, msg.ran_function_id))
 
-    async def _report(self, sub: NodeSubscription) -> None:
+    async def _report(self, sub: NodeSubscription, period_s: float) -> None:
         t_next = time.monotonic()
         while True:
-            t_next += self.period_s
+            t_next += period_s
             header, message = self.indications(sub, sub.sn)
             await self.send_pdu(self.indication_pdu(sub, sub.action_ids[0], header, message))
             await asyncio.sleep(max(0.0, t_next - time.monotonic()))

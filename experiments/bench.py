@@ -21,9 +21,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import json
-import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
@@ -43,12 +41,13 @@ from octoric.contracts.rc import (
     PARAM_SOURCE_CELL,
 )
 from octoric.deploy.xapp_env import descriptor, xapp_environment
-from octoric.e2sm import e2ap, rc
+from octoric.e2sm import rc
 from octoric.e2sm.common import Guami, UeId
 from octoric.e2sm.e2ap_ies import RanFunction
-from octoric.e2sm.node_session import NodeSubscription, ScriptedNode
+from octoric.e2sm.node_session import ScriptedNode
 from octoric.redis_server import free_port
 from octoric.ric.stack import LoopThread, RicStack, free_pair, running_ric
+from octoric.supervisor import stop_process_group
 
 REPO = Path(__file__).resolve().parents[1]
 GUAMI = Guami(bytes.fromhex("00f110"), 1, 1, 0)
@@ -69,17 +68,9 @@ class RcNode(ScriptedNode):
         fn = RanFunction(
             rc.RAN_FUNCTION_ID, rc.encode_rc(rc.octoric_ran_function_definition()), 1, rc.OID
         )
-        super().__init__(host, port, "tcp", gnb_id=0x100 + gnb, ran_functions=[fn])
+        super().__init__(host, port, "tcp", 0x100 + gnb, period_s=None, ran_functions=[fn])
         self.gnb = gnb
         self.header = rc.encode_rc(rc.RcIndicationHeader(1, 1))
-
-    async def on_subscription_request(self, msg: e2ap.RicSubscriptionRequest) -> None:
-        actions = [a.action_id for a in msg.details.actions]
-        sub = NodeSubscription(msg.request_id, msg.ran_function_id, action_ids=actions)
-        self._add_subscription(sub)
-        await self.send(
-            e2ap.RicSubscriptionResponse(msg.request_id, msg.ran_function_id, admitted=actions)
-        )
 
     async def report(self, ue: int, phase: int, cell: int, source: int, gap_ms: int) -> float:
         """One RC indication to every subscriber; the wall-clock time it was sent."""
@@ -149,13 +140,7 @@ class Proc:
     out: Path
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
+        stop_process_group(self.proc)
 
     def lines(self) -> list[dict[str, Any]]:
         out = []

@@ -17,14 +17,13 @@ end are not judged (counted as excluded).
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from octoric.sim.ground_truth import read as read_ground_truth
+from octoric.sim.ground_truth import read as read_jsonl
 
 ENDS = ("complete", "failure")
 
@@ -93,16 +92,6 @@ def ground_truth(records: list[dict[str, Any]]) -> tuple[list[GtHandover], float
                        s["target_meid"], bool(s["failed"]), bool(s.get("pingpong")))
         )  # fmt: skip
     return out, last
-
-
-def read_events(path: Path) -> list[dict[str, Any]]:
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue  # a torn last line of a killed xApp
-    return out
 
 
 def _q(values: list[float]) -> dict[str, float | None]:
@@ -205,9 +194,9 @@ def check_run(run_dir: Path, warmup_s: float = 10.0, max_delay_ms: float = 1000.
         if not p.is_file():
             raise FileNotFoundError(f"{p}: not there (a run of `octoric run` with the sim and the "
                                     "handover xApp writes it)")  # fmt: skip
-    truth = read_ground_truth(gt_path)
+    truth = read_jsonl(gt_path)
     if not truth:
         raise ValueError(f"{gt_path}: no handovers (a scenario with mobility, e.g. hsr?)")
     # the simulator's start, wall clock: each record knows its simulated time
     start_ms = min(float(r["unix_ms"]) - float(r["sim_s"]) * 1000 for r in truth)
-    return check(truth, read_events(ev_path), start_ms + warmup_s * 1000, max_delay_ms)
+    return check(truth, read_jsonl(ev_path), start_ms + warmup_s * 1000, max_delay_ms)

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections import deque
@@ -297,3 +298,16 @@ class Supervisor:
                 log.info("stopped %s", comp.name)
             except Exception as e:  # one failing stop must not leave the others running
                 log.error("stopping %s failed: %s", comp.name, e)
+
+
+def stop_process_group(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    """SIGTERM a child started with ``start_new_session=True`` and its group; SIGKILL if it
+    has not exited within ``timeout`` (benches and tests that run xApps as processes)."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout)

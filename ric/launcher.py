@@ -217,7 +217,8 @@ async def ric_status(rt: RicRuntime) -> dict[str, Any]:
     )
     st.routes = [ln for ln in (table or "").splitlines() if ln.startswith("mse|")]
     for comp in COMPONENTS:
-        url = f"http://{HOST}:{rt.http_port(comp)}/ric/v1/health/alive"
+        # ready, not just alive: a component that cannot reach the SDL is not healthy
+        url = f"http://{HOST}:{rt.http_port(comp)}/ric/v1/health/ready"
         st.health.append(Health(comp, url, await asyncio.to_thread(_http_ok, url)))
     return asdict(st)
 

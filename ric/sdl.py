@@ -3,18 +3,32 @@
 ricsdl stores key ``k`` of namespace ``ns`` as the Redis key ``{ns},k`` (the braces make Redis
 Cluster keep a namespace on one slot). The embedded RIC writes its own state
 (``octoric.ric.*``) and the R-NIB (``e2Manager``) that way.
+
+State that survives Redis: each RIC process keeps a write-through mirror of what it owns (its
+namespaces, loaded at start, and everything it writes). ``watch()`` pings Redis every second
+and checks a sentinel key the process wrote; when Redis comes back empty (a restart without
+persistence, a FLUSHALL) the sentinel is gone and the mirror is written back (``reseed``,
+counted, logged), then ``on_reseed`` runs (rtmgr rebuilds and pushes the routes). While
+Redis cannot be reached, ``healthy`` is False and the process's ready check answers 503.
 """
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import json
-from collections.abc import Iterable
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.exceptions import RedisError
 
 from octoric.contracts import ports
+
+log = logging.getLogger("ric.sdl")
+HEALTH_NS = "octoric.ric.health"  # one sentinel key per RIC process
 
 
 def db_key(ns: str, key: str) -> str:
@@ -22,11 +36,31 @@ def db_key(ns: str, key: str) -> str:
 
 
 class Sdl:
-    """Async SDL client: get/set/delete/keys/groups in namespaces, JSON helpers."""
+    """Async SDL client: get/set/delete/keys/groups in namespaces, JSON helpers, and the
+    mirror that re-seeds Redis when it comes back empty (module docstring)."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = ports.REDIS) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = ports.REDIS,
+        owned: Sequence[str] = (),
+        name: str = "",
+    ) -> None:
+        """``owned``: the namespaces this process keeps (loaded into the mirror by ``load``);
+        ``name``: its sentinel's key (one per process)."""
         self.host, self.port = host, port
-        self.r: aioredis.Redis[bytes] = aioredis.Redis(host=host, port=port)
+        self.r: aioredis.Redis[bytes] = aioredis.Redis(
+            host=host, port=port, socket_timeout=2.0, socket_connect_timeout=2.0
+        )
+        self.owned, self.name = tuple(owned), name or "sdl"
+        self.mirror: dict[str, bytes] = {}  # Redis key -> value, for what this process owns
+        self.groups: dict[str, builtins.set[bytes]] = {}  # Redis key -> set members
+        self.healthy = True
+        self.reseeds = 0
+        self.errors = 0
+        self.last_error = ""
+        self.on_reseed: Callable[[], Awaitable[None]] | None = None
+        self._sentinel = db_key(HEALTH_NS, self.name)
 
     async def close(self) -> None:
         await self.r.close()
@@ -36,7 +70,9 @@ class Sdl:
 
     async def set(self, ns: str, items: dict[str, bytes]) -> None:
         if items:
-            await self.r.mset({db_key(ns, k): v for k, v in items.items()})
+            data = {db_key(ns, k): v for k, v in items.items()}
+            await self.r.mset(data)  # type: ignore[arg-type]
+            self.mirror.update(data)
 
     async def get(self, ns: str, key: str) -> bytes | None:
         v = await self.r.get(db_key(ns, key))
@@ -51,7 +87,18 @@ class Sdl:
 
     async def delete(self, ns: str, *keys: str) -> None:
         if keys:
-            await self.r.delete(*(db_key(ns, k) for k in keys))
+            dbk = [db_key(ns, k) for k in keys]
+            await self.r.delete(*dbk)
+            for k in dbk:
+                self.mirror.pop(k, None)
+                self.groups.pop(k, None)
+
+    async def incr(self, ns: str, key: str) -> int:
+        """A counter (e.g. submgr's instance IDs); mirrored, so a re-seed never reuses one."""
+        k = db_key(ns, key)
+        n = int(await self.r.incr(k))
+        self.mirror[k] = str(n).encode()
+        return n
 
     async def keys(self, ns: str, prefix: str = "") -> list[str]:
         """Keys of ``ns`` starting with ``prefix`` (SCAN, never KEYS)."""
@@ -64,11 +111,15 @@ class Sdl:
 
     async def add_member(self, ns: str, group: str, *members: bytes) -> None:
         if members:
-            await self.r.sadd(db_key(ns, group), *members)
+            k = db_key(ns, group)
+            await self.r.sadd(k, *members)
+            self.groups.setdefault(k, set()).update(members)
 
     async def remove_member(self, ns: str, group: str, *members: bytes) -> None:
         if members:
-            await self.r.srem(db_key(ns, group), *members)
+            k = db_key(ns, group)
+            await self.r.srem(k, *members)
+            self.groups.setdefault(k, set()).difference_update(members)
 
     async def members(self, ns: str, group: str) -> builtins.set[bytes]:
         return {bytes(m) for m in await self.r.smembers(db_key(ns, group))}
@@ -84,6 +135,67 @@ class Sdl:
         keys = await self.keys(ns, prefix)
         raw = await self.get_many(ns, keys)
         return {k: json.loads(v) for k, v in raw.items()}
+
+    # --- surviving Redis ---------------------------------------------------------------------
+    async def load(self) -> int:
+        """The owned namespaces into the mirror (at start: what a previous run kept), and the
+        sentinel written. Returns how many keys were loaded."""
+        n = 0
+        for ns in self.owned:
+            head = db_key(ns, "")
+            pattern = head.replace("{", "\\{").replace("}", "\\}") + "*"
+            async for raw in self.r.scan_iter(match=pattern, count=500):
+                k = raw.decode()
+                kind = (await self.r.type(k)).decode()  # type: ignore[no-untyped-call]
+                if kind == "string":
+                    v = await self.r.get(k)
+                    if v is not None:
+                        self.mirror[k] = bytes(v)
+                        n += 1
+                elif kind == "set":
+                    self.groups[k] = {bytes(m) for m in await self.r.smembers(k)}
+                    n += 1
+        await self.r.set(self._sentinel, str(time.time()).encode())
+        return n
+
+    async def reseed(self) -> int:
+        """Write the mirror back (Redis came back empty); returns how many keys."""
+        pipe = self.r.pipeline(transaction=False)
+        if self.mirror:
+            pipe.mset(self.mirror)  # type: ignore[arg-type]
+        for k, members in self.groups.items():
+            if members:
+                pipe.sadd(k, *members)
+        pipe.set(self._sentinel, str(time.time()).encode())
+        await pipe.execute()
+        self.reseeds += 1
+        n = len(self.mirror) + len(self.groups)
+        log.warning("%s: Redis came back empty; re-seeded %d keys", self.name, n)
+        if self.on_reseed is not None:
+            await self.on_reseed()
+        return n
+
+    async def check(self) -> bool:
+        """One watchdog round: reachable? emptied? Re-seeds when needed; sets ``healthy``."""
+        try:
+            if not await self.r.exists(self._sentinel):
+                await self.reseed()
+            ok = True
+        except (RedisError, OSError) as e:
+            ok = False
+            self.errors += 1
+            self.last_error = str(e)
+        if ok != self.healthy:
+            how = "reachable again" if ok else f"unreachable: {self.last_error}"
+            log.log(logging.INFO if ok else logging.WARNING, "%s: Redis %s", self.name, how)
+        self.healthy = ok
+        return ok
+
+    async def watch(self, period_s: float = 1.0) -> None:
+        """``check()`` every ``period_s`` until cancelled."""
+        while True:
+            await asyncio.sleep(period_s)
+            await self.check()
 
 
 def _glob_escape(s: str) -> str:

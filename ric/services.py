@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import signal
@@ -29,6 +30,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from octoric import log as octolog
 from octoric.config import RicConfig
 from octoric.e2sm.transport import Transport
+from octoric.ric.sdl import Sdl
 
 log = logging.getLogger("ric.services")
 COMPONENTS = ("platform", "e2term", "submgr", "a1")
@@ -110,6 +112,17 @@ def _metrics_route(prefix: str, sources: Callable[[], dict[str, Any]]) -> web.Ro
     return web.get("/metrics", handler)
 
 
+@dataclass
+class _SdlStats:
+    sdl_reseeds: int
+    sdl_errors: int
+    sdl_healthy: int  # 1 / 0 (a gauge)
+
+
+def _sdl_stats(sdl: Sdl) -> _SdlStats:
+    return _SdlStats(sdl.reseeds, sdl.errors, int(sdl.healthy))
+
+
 def _stats_dict(*objs: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for o in objs:
@@ -119,10 +132,20 @@ def _stats_dict(*objs: Any) -> dict[str, Any]:
     return out
 
 
-async def _serve_http(routes: list[web.RouteDef], host: str, port: int) -> web.AppRunner:
+async def _serve_http(
+    routes: list[web.RouteDef], host: str, port: int, sdl: Sdl | None = None
+) -> web.AppRunner:
+    """``sdl``: ready (``/ric/v1/health/ready``) only while it reaches Redis."""
     app = web.Application(client_max_size=1 << 20)
     app.add_routes(routes)
-    app.add_routes([web.get("/ric/v1/health/alive", _ok), web.get("/ric/v1/health/ready", _ok)])
+
+    async def ready(request: web.Request) -> web.Response:
+        if sdl is not None and not sdl.healthy:
+            body = {"ready": False, "reason": f"SDL (Redis) unreachable: {sdl.last_error}"}
+            return web.json_response(body, status=503)
+        return web.Response(status=200)
+
+    app.add_routes([web.get("/ric/v1/health/alive", _ok), web.get("/ric/v1/health/ready", ready)])
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port, reuse_address=True).start()
@@ -131,6 +154,22 @@ async def _serve_http(routes: list[web.RouteDef], host: str, port: int) -> web.A
 
 async def _ok(request: web.Request) -> web.Response:
     return web.Response(status=200)
+
+
+async def _open_sdl(rt: RicRuntime, name: str, owned: list[str]) -> tuple[Sdl, asyncio.Task[None]]:
+    """The process's SDL: its namespaces mirrored, Redis watched (re-seeded when it comes back
+    empty; ``healthy`` for the ready check)."""
+    sdl = Sdl(rt.redis_host, rt.redis_port, owned, name)
+    n = await sdl.load()
+    log.info("%s: %d SDL keys mirrored", name, n)
+    return sdl, asyncio.create_task(sdl.watch())
+
+
+async def _close_sdl(sdl: Sdl, watch: asyncio.Task[None]) -> None:
+    watch.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await watch
+    await sdl.close()
 
 
 def _endpoint(rt: RicRuntime, name: str, port: int) -> Any:
@@ -146,12 +185,13 @@ def _endpoint(rt: RicRuntime, name: str, port: int) -> Any:
 
 # --- the components ---------------------------------------------------------------------------
 async def run_platform(rt: RicRuntime, stop: asyncio.Event) -> None:
+    from octoric.ric import appmgr as appmgr_mod
+    from octoric.ric import rtmgr as rtmgr_mod
     from octoric.ric.appmgr import Appmgr
     from octoric.ric.routing import XappRoutes
     from octoric.ric.rtmgr import Rtmgr
-    from octoric.ric.sdl import Sdl
 
-    sdl = Sdl(rt.redis_host, rt.redis_port)
+    sdl, watch = await _open_sdl(rt, "platform", [appmgr_mod.NS, rtmgr_mod.NS])
     ep = _endpoint(rt, "rtmgr", rt.ric.rtmgr_rmr_port)
     appmgr = Appmgr(sdl)
 
@@ -171,13 +211,16 @@ async def run_platform(rt: RicRuntime, stop: asyncio.Event) -> None:
         await rtmgr.rebuild()
 
     appmgr.on_change = on_change
+    sdl.on_reseed = on_change  # the routes again, from the re-seeded registrations
     await rtmgr.start()
     metrics = _metrics_route(
-        "octoric_platform", lambda: _stats_dict(appmgr.counters, rtmgr.stats, ep.counters)
+        "octoric_platform",
+        lambda: _stats_dict(appmgr.counters, rtmgr.stats, ep.counters, _sdl_stats(sdl)),
     )
+    bind = rt.ric.bind_address
     runners = [
-        await _serve_http([*appmgr.routes(), metrics], rt.ric.bind_address, rt.ric.appmgr_port),
-        await _serve_http(rtmgr.routes(), rt.ric.bind_address, rt.ric.rtmgr_rest_port),
+        await _serve_http([*appmgr.routes(), metrics], bind, rt.ric.appmgr_port, sdl),
+        await _serve_http(rtmgr.routes(), bind, rt.ric.rtmgr_rest_port, sdl),
     ]
     log.info("appmgr-lite on :%d, rtmgr-lite on :%d", rt.ric.appmgr_port, rt.ric.rtmgr_rest_port)
     await stop.wait()
@@ -185,7 +228,7 @@ async def run_platform(rt: RicRuntime, stop: asyncio.Event) -> None:
     for r in runners:
         await r.cleanup()
     ep.close()
-    await sdl.close()
+    await _close_sdl(sdl, watch)
 
 
 def _route_port(descriptor: dict[str, Any]) -> int | None:
@@ -196,10 +239,10 @@ def _route_port(descriptor: dict[str, Any]) -> int | None:
 
 
 async def run_e2term(rt: RicRuntime, stop: asyncio.Event) -> None:
+    from octoric.ric import nodes
     from octoric.ric.e2term import E2term, E2termConfig
-    from octoric.ric.sdl import Sdl
 
-    sdl = Sdl(rt.redis_host, rt.redis_port)
+    sdl, watch = await _open_sdl(rt, "e2term", [nodes.NS, nodes.RNIB_NS])
     ep = _endpoint(rt, "e2term", rt.ric.e2term_rmr_port)
     e2cfg = E2termConfig(
         rt.ric.bind_address,
@@ -214,7 +257,7 @@ async def run_e2term(rt: RicRuntime, stop: asyncio.Event) -> None:
     await e2t.start()
 
     def stats() -> dict[str, Any]:
-        d = _stats_dict(e2t.stats, ep.counters)
+        d = _stats_dict(e2t.stats, ep.counters, _sdl_stats(sdl))
         d["connected_nodes"] = len(e2t.sessions)
         lat = sorted(e2t.stats.forward_latency_us)
         if lat:  # E2 PDU in -> RMR message out, over the last 100k indications
@@ -223,20 +266,21 @@ async def run_e2term(rt: RicRuntime, stop: asyncio.Event) -> None:
         return d
 
     runner = await _serve_http(
-        [_metrics_route("octoric_e2term", stats)], rt.ric.bind_address, rt.ric.e2term_http_port
-    )
+        [_metrics_route("octoric_e2term", stats)], rt.ric.bind_address, rt.ric.e2term_http_port,
+        sdl,
+    )  # fmt: skip
     await stop.wait()
     await e2t.stop()
     await runner.cleanup()
     ep.close()
-    await sdl.close()
+    await _close_sdl(sdl, watch)
 
 
 async def run_submgr(rt: RicRuntime, stop: asyncio.Event) -> None:
-    from octoric.ric.sdl import Sdl
+    from octoric.ric import submgr as submgr_mod
     from octoric.ric.submgr import Submgr
 
-    sdl = Sdl(rt.redis_host, rt.redis_port)
+    sdl, watch = await _open_sdl(rt, "submgr", [submgr_mod.NS])
     ep = _endpoint(rt, "submgr", rt.ric.submgr_rmr_port)
     http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=3))
     rtmgr_url = f"http://{HOST}:{rt.ric.rtmgr_rest_port}/ric/v1/handles/xapp-subscription-handle"
@@ -256,24 +300,26 @@ async def run_submgr(rt: RicRuntime, stop: asyncio.Event) -> None:
     await sm.start()
     metrics = _metrics_route(
         "octoric_submgr",
-        lambda: {**_stats_dict(sm.stats, ep.counters), "subscriptions": len(sm.subs)},
-    )
+        lambda: {
+            **_stats_dict(sm.stats, ep.counters, _sdl_stats(sdl)), "subscriptions": len(sm.subs)
+        },
+    )  # fmt: skip
     runner = await _serve_http(
-        [*sm.routes(), metrics], rt.ric.bind_address, rt.ric.submgr_rest_port
+        [*sm.routes(), metrics], rt.ric.bind_address, rt.ric.submgr_rest_port, sdl
     )
     await stop.wait()
     await sm.stop()
     await runner.cleanup()
     await http.close()
     ep.close()
-    await sdl.close()
+    await _close_sdl(sdl, watch)
 
 
 async def run_a1(rt: RicRuntime, stop: asyncio.Event) -> None:
+    from octoric.ric import a1 as a1_mod
     from octoric.ric.a1 import A1Service
-    from octoric.ric.sdl import Sdl
 
-    sdl = Sdl(rt.redis_host, rt.redis_port)
+    sdl, watch = await _open_sdl(rt, "a1", [a1_mod.NS])
     ep = _endpoint(rt, "a1", rt.ric.a1_rmr_port)
     a1 = A1Service(sdl, lambda mtype, payload, sub_id: ep.send(mtype, payload, sub_id=sub_id))
 
@@ -287,13 +333,17 @@ async def run_a1(rt: RicRuntime, stop: asyncio.Event) -> None:
                 ep.release(msg)
 
     task = asyncio.create_task(rmr_loop())
-    metrics = _metrics_route("octoric_a1", lambda: _stats_dict(a1.counters, ep.counters))
-    runner = await _serve_http([*a1.routes(), metrics], rt.ric.bind_address, rt.ric.a1_rest_port)
+    metrics = _metrics_route(
+        "octoric_a1", lambda: _stats_dict(a1.counters, ep.counters, _sdl_stats(sdl))
+    )
+    runner = await _serve_http(
+        [*a1.routes(), metrics], rt.ric.bind_address, rt.ric.a1_rest_port, sdl
+    )
     await stop.wait()
     task.cancel()
     await runner.cleanup()
     ep.close()
-    await sdl.close()
+    await _close_sdl(sdl, watch)
 
 
 RUNNERS = {"platform": run_platform, "e2term": run_e2term, "submgr": run_submgr, "a1": run_a1}

@@ -290,7 +290,7 @@ class Submgr:
 
     async def _new_instance_id(self) -> int:
         for _ in range(65535):
-            n = int(await self.sdl.r.incr("{" + NS + "},instance-counter"))
+            n = await self.sdl.incr(NS, "instance-counter")
             iid = (n - 1) % 65535 + 1
             if iid not in self.subs:
                 return iid

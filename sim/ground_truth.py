@@ -60,7 +60,8 @@ class HandoverLog:
 
 
 def read(path: Path) -> list[dict[str, Any]]:
-    """The records of a log (a torn last line, from a killed run, is skipped)."""
+    """The records of a JSON-lines log, this one or the handover xApp's event log (a torn
+    line, from a killed process, is skipped)."""
     out = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:

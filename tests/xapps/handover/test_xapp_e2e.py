@@ -34,6 +34,7 @@ from octoric.e2sm.e2ap_ies import RanFunction
 from octoric.e2sm.node_session import NodeSubscription, ScriptedNode, default_ran_functions
 from octoric.redis_server import free_port
 from octoric.ric.stack import LoopThread, RicStack, free_pair, running_ric
+from octoric.supervisor import stop_process_group
 
 from ..occ.kpm_source import GUAMI, OccIndications
 
@@ -126,13 +127,8 @@ class XappProc:
         return dict(body)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
+        if self.proc is not None:
+            stop_process_group(self.proc)
 
     def log(self) -> str:
         return (self.tmp / f"{self.name}.log").read_text()[-3000:]
