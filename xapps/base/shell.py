@@ -75,9 +75,11 @@ class XappShell:
 
     # --- HTTP ---------------------------------------------------------------------------------
     def _ready_probe(self, req: Request) -> Response:
-        if self._ready.is_set():
-            return Response.text("OK\n")
-        return Response.text("starting\n", 503)
+        if not self._ready.is_set():
+            return Response.text("starting\n", 503)
+        if not self.sdl.healthy():  # state would not survive: say so (issue #17)
+            return Response.text(f"SDL unreachable: {self.sdl.last_error}\n", 503)
+        return Response.text("OK\n")
 
     def _metrics(self, req: Request) -> Response:
         return Response(200, generate_latest(self.registry), "text/plain; version=0.0.4")
@@ -87,6 +89,13 @@ class XappShell:
         if self.on_subscription_response is not None:
             self.on_subscription_response(resp)
         return Response.json({"ok": True})
+
+    def start_sdl(self, stop: threading.Event) -> int:
+        """Mirror the namespace (what a previous run kept) and watch Redis (re-seeded when it
+        comes back empty); the number of keys found."""
+        n = self.sdl.load()
+        self.sdl.watch_in_thread(stop)
+        return n
 
     def start_http(self) -> None:
         self.http.start()

@@ -112,6 +112,7 @@ class HandoverXapp:
     def start(self) -> None:
         # a descriptor that does not validate at start is fatal (XappConfigError)
         self.apply_config(self.shell.load_config())
+        self.shell.start_sdl(self._stop)
         self._restore()
         self.shell.start_http()
         threading.Thread(

@@ -133,6 +133,7 @@ class OccXapp:
         # a descriptor that does not validate at start is fatal (XappConfigError), as a pod
         # would crash-loop; later edits that do not validate are refused and counted
         self.apply_config(self.shell.load_config())
+        self.shell.start_sdl(self._stop)
         self.restore()
         self.shell.start_http()
         if not self.feedback.timer_running:
