@@ -44,6 +44,8 @@ def xapp_environment(
             "RMR_RTG_SVC": str(route_port or rmr_port + 1),
             "RMR_SRC_ID": HOST,
             "RMR_BIND_IF": rt.ric.bind_address,  # the data and route ports: loopback by default
+            # only the run's route manager may install routes (its tables are signed)
+            "OCTORIC_RMR_RT_KEY": rt.rt_key,
             "DBAAS_SERVICE_HOST": rt.redis_host,
             "DBAAS_SERVICE_PORT": str(rt.redis_port),
             "CONFIG_FILE": str(config_file),

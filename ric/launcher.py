@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import sys
 import time
 import urllib.request
@@ -91,6 +92,7 @@ class RicComponent:
             ctx.redis_port,
             str(ctx.run_dir.resolve()),
             resolve(ric.e2_transport),
+            secrets.token_hex(32),  # this run's route key
         )
         state = ctx.run_dir / "ric.json"
         self.rt.write(state)

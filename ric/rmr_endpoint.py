@@ -77,8 +77,11 @@ class RmrEndpoint:
         seed_table: Path | None = None,
         src_id: str = "127.0.0.1",
         bind_if: str = "127.0.0.1",
+        route_key: str = "",
     ) -> None:
+        """``route_key`` (hex): install only route tables signed with it (the run's)."""
         self.name, self.port, self.bind_if = name, port, bind_if
+        self.route_key = route_key
         self.control_port, self.seed_table, self.src_id = control_port, seed_table, src_id
         self.ctx: Any = None
         self.counters = RmrCounters()
@@ -98,6 +101,7 @@ class RmrEndpoint:
             "RMR_SRC_ID": self.src_id,
             # RMR listens on every interface unless told; ours stay on loopback by default
             "RMR_BIND_IF": self.bind_if,
+            "OCTORIC_RMR_RT_KEY": self.route_key,
             "RMR_RTG_SVC": str(self.control_port) if self.control_port else "-1",
             "RMR_SEED_RT": str(self.seed_table) if self.seed_table else "",
         }

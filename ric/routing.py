@@ -8,6 +8,8 @@ text the RMR library reads from RMR_SEED_RT or receives in route-manager pushes 
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -153,7 +155,14 @@ def build_routes(
     return routes
 
 
-def render(routes: Sequence[Route], table_id: str = "octoric") -> str:
-    """The full-table text: ``newrt|start|id`` ... ``newrt|end|count``."""
-    lines = [f"newrt|start|{table_id}", *(r.line() for r in routes), f"newrt|end|{len(routes)}"]
+def render(routes: Sequence[Route], table_id: str = "octoric", key: bytes = b"") -> str:
+    """The full-table text: ``newrt|start|id`` ... ``newrt|end|count``. With ``key``, the end
+    record carries ``|sig=<hex>``, the HMAC-SHA256 of the lines before it and of itself,
+    joined by newlines: octoric's librmr installs only tables signed with the run's key
+    (``OCTORIC_RMR_RT_KEY``); O-RAN SC's RMR reads the count and ignores the extra field."""
+    end = f"newrt|end|{len(routes)}"
+    lines = [f"newrt|start|{table_id}", *(r.line() for r in routes), end]
+    if key:
+        sig = hmac.new(key, "\n".join(lines).encode(), hashlib.sha256).hexdigest()
+        lines[-1] = f"{end}|sig={sig}"
     return "\n".join(lines) + "\n"

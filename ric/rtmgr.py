@@ -56,8 +56,11 @@ class Rtmgr:
         seed_file: Path,
         xapps: Callable[[], Awaitable[list[tuple[XappRoutes, str]]]],
         refresh_s: float = 10.0,
+        key: bytes = b"",
     ) -> None:
+        """``key``: sign every table with it (the run's route key; ``routing.render``)."""
         self.sdl, self.platform, self.platform_control = sdl, platform, platform_control
+        self.key = key
         self.push, self.seed_file, self.xapps, self.refresh_s = push, seed_file, xapps, refresh_s
         self.stats = RtmgrStats()
         self.table = ""
@@ -86,7 +89,7 @@ class Rtmgr:
                 self.platform, [x for x, _ in xapps], await self.subscription_routes()
             )
             self._version += 1
-            self.table = render(routes, f"octoric-{self._version}")
+            self.table = render(routes, f"octoric-{self._version}", self.key)
             self.stats.tables += 1
             tmp = self.seed_file.with_suffix(".tmp")
             tmp.parent.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import signal
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -46,13 +47,24 @@ class RicRuntime:
     redis_port: int
     run_dir: str
     transport: Transport
+    # the run's route key (hex): rtmgr signs route tables with it, and every RMR endpoint of
+    # the run (platform and xApps, OCTORIC_RMR_RT_KEY) installs only signed ones
+    rt_key: str = ""
+
+    @property
+    def rt_key_bytes(self) -> bytes:
+        return bytes.fromhex(self.rt_key) if self.rt_key else b""
 
     @property
     def seed_file(self) -> Path:
         return Path(self.run_dir) / "routes.rt"
 
     def write(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self), indent=2))
+        """Readable by this user only: it holds the route key."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(asdict(self), indent=2))
+        os.chmod(path, 0o600)  # an older file keeps its mode through O_TRUNC
 
     @classmethod
     def read(cls, path: Path) -> RicRuntime:
@@ -177,7 +189,7 @@ def _endpoint(rt: RicRuntime, name: str, port: int) -> Any:
 
     ep = RmrEndpoint(
         name, port, control_port=port + 1, seed_table=rt.seed_file, src_id=HOST,
-        bind_if=rt.ric.bind_address,
+        bind_if=rt.ric.bind_address, route_key=rt.rt_key,
     )  # fmt: skip
     ep.start()
     return ep
@@ -205,7 +217,7 @@ async def run_platform(rt: RicRuntime, stop: asyncio.Event) -> None:
         return out
 
     rtmgr = Rtmgr(sdl, rt.platform_endpoints(), rt.platform_control(), ep.wh_send_to,
-                  rt.seed_file, xapps)  # fmt: skip
+                  rt.seed_file, xapps, key=rt.rt_key_bytes)  # fmt: skip
 
     async def on_change() -> None:
         await rtmgr.rebuild()

@@ -76,6 +76,18 @@ struct OutSlot {
     failed_at: Option<Instant>,
 }
 
+/// OCTORIC_RMR_RT_KEY (hex): route-table pushes must be signed with it (octoric's route
+/// manager signs them); unset, every push is accepted, as RMR 4.9 does. A value that is not
+/// hex is used as the key's bytes.
+fn route_key() -> Option<Vec<u8>> {
+    let v = std::env::var("OCTORIC_RMR_RT_KEY").ok()?;
+    let v = v.trim();
+    if v.is_empty() {
+        return None;
+    }
+    Some(crate::route::unhex(v).unwrap_or_else(|| v.as_bytes().to_vec()))
+}
+
 /// Where route tables come from (RMR_SEED_RT / RMR_RTG_SVC / RMR_CTL_PORT).
 #[derive(Debug, Clone)]
 pub struct RtConfig {
@@ -267,7 +279,7 @@ impl Ctx {
             },
             src: src.clone().into_bytes(),
             srcip: srcip.into_bytes(),
-            builder: Mutex::new(Builder::new(names.clone())),
+            builder: Mutex::new(Builder::new(names.clone()).with_key(route_key())),
             names,
             table: RwLock::new(None),
             rt_from_rtm: AtomicBool::new(false),

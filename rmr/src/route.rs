@@ -12,6 +12,32 @@ use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// Where a signed table's end record carries its signature: `newrt|end|<count>|sig=<hex>`.
+const SIG_FIELD: &str = "|sig=";
+
+/// The hex digits of a signature (lowercase or uppercase), or None.
+pub fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Is `line` (trimmed) a table's end record?
+fn is_end(line: &str) -> bool {
+    ["newrt|end", "updatert|end", "meid_map|end"]
+        .iter()
+        .any(|p| line.starts_with(p))
+}
+
 /// A route-table parse error (the one error type of this parser).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteError(pub String);
@@ -303,6 +329,12 @@ pub struct Builder {
     base_meids: HashMap<String, String>,
     base_id: String,
     pub errors: u64,
+    /// When set, a table is installed only if its end record carries the HMAC-SHA256 of its
+    /// lines under this key (the route manager's; OCTORIC_RMR_RT_KEY): only the route
+    /// manager may install routes (issue #17).
+    key: Option<Vec<u8>>,
+    mac: Option<HmacSha256>,
+    pub unsigned: u64,
 }
 
 impl Builder {
@@ -321,7 +353,52 @@ impl Builder {
             base_meids: HashMap::new(),
             base_id: String::new(),
             errors: 0,
+            key: None,
+            mac: None,
+            unsigned: 0,
         }
+    }
+
+    /// Accept only tables signed with `key` (None or empty: accept every table, as RMR does).
+    pub fn with_key(mut self, key: Option<Vec<u8>>) -> Self {
+        self.key = key.filter(|k| !k.is_empty());
+        self
+    }
+
+    /// The MAC over a table's lines: its start line, every record, the end line without the
+    /// signature, joined by '\n'. Returns the signature check's verdict at the end line.
+    fn authenticate(&mut self, line: &str) -> Option<bool> {
+        let key = self.key.as_ref()?;
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            return None;
+        }
+        if line.contains("|start") && !is_end(line) && line.split('|').nth(1) == Some("start") {
+            let mut m = HmacSha256::new_from_slice(key).expect("HMAC takes any key length");
+            m.update(line.as_bytes());
+            self.mac = Some(m);
+            return None;
+        }
+        if is_end(line) {
+            let (body, sig) = match line.find(SIG_FIELD) {
+                Some(i) => (&line[..i], unhex(line[i + SIG_FIELD.len()..].trim())),
+                None => (line, None),
+            };
+            let Some(mut m) = self.mac.take() else {
+                return Some(false);
+            };
+            m.update(b"\n");
+            m.update(body.as_bytes());
+            return Some(match sig {
+                Some(s) => m.verify_slice(&s).is_ok(),
+                None => false,
+            });
+        }
+        if let Some(m) = self.mac.as_mut() {
+            m.update(b"\n");
+            m.update(line.as_bytes());
+        }
+        None
     }
 
     fn for_me(&self, sender: &Option<String>) -> bool {
@@ -399,6 +476,15 @@ impl Builder {
 
     /// Feed one line. Parse errors inside a table make it fail at its end.
     pub fn feed(&mut self, line: &str) -> Event {
+        if self.authenticate(line) == Some(false) && self.mode != Mode::Idle {
+            self.errors += 1;
+            self.unsigned += 1;
+            self.mode = Mode::Idle; // dropped whole: nothing of it is installed
+            return Event::Failed {
+                id: self.id.clone(),
+                reason: "not signed by the route manager".into(),
+            };
+        }
         let rec = match parse_line(line) {
             Ok(Some(r)) => r,
             Ok(None) => return Event::None,
@@ -537,6 +623,56 @@ mod tests {
         meid_map|start|m1\n\
         mme_ar|h:8|gnb1 gnb2\n\
         meid_map|end|1\n";
+
+    #[test]
+    fn signed_tables_only_when_keyed() {
+        fn sign(key: &[u8], lines: &[&str]) -> String {
+            let mut m = HmacSha256::new_from_slice(key).unwrap();
+            m.update(lines.join("\n").as_bytes());
+            let sig: String = m
+                .finalize()
+                .into_bytes()
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            format!(
+                "{}\n{}|sig={sig}\n",
+                lines[..lines.len() - 1].join("\n"),
+                lines[lines.len() - 1]
+            )
+        }
+        let lines = ["newrt|start|t9", "rte|100|127.0.0.1:4560", "newrt|end|1"];
+        let feed = |b: &mut Builder, text: &str| -> Vec<Event> {
+            text.split('\n')
+                .map(|l| b.feed(l))
+                .filter(|e| *e != Event::None)
+                .collect()
+        };
+        let key = b"run-secret".to_vec();
+        let mut b = Builder::new(vec![]).with_key(Some(key.clone()));
+        // signed with the key: installed
+        let ev = feed(&mut b, &sign(&key, &lines));
+        assert_eq!(ev, vec![Event::Complete { id: "t9".into() }]);
+        assert!(b.table().lookup(100, -1).is_some());
+        // unsigned, signed with another key, or tampered after signing: refused, table kept
+        let evil = ["newrt|start|t10", "rte|100|127.0.0.1:9999", "newrt|end|1"];
+        for text in [
+            evil.join("\n"),
+            sign(b"other", &evil),
+            sign(&key, &lines).replace("4560", "9999"),
+        ] {
+            let ev = feed(&mut b, &text);
+            assert!(matches!(&ev[..], [Event::Failed { .. }]), "{text}: {ev:?}");
+            assert_eq!(b.table().id, "t9");
+        }
+        assert_eq!(b.unsigned, 3);
+        // without a key every table is accepted, as RMR 4.9 does
+        let mut open = Builder::new(vec![]);
+        assert_eq!(
+            feed(&mut open, &evil.join("\n")),
+            vec![Event::Complete { id: "t10".into() }]
+        );
+    }
 
     #[test]
     fn static_table() {
