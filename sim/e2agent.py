@@ -502,7 +502,7 @@ class E2Agent(E2NodeSession[Subscription, AgentStats]):
         tgt = self.engine.cells[ev.target_cell]
         src = self.engine.cells[ev.source_cell]
         phase = 1 if ev.kind == "ho_start" else (3 if ev.failed else 2)
-        params = (
+        params: tuple[rc.RanParam, ...] = (
             rc.RanParam(R.PARAM_RRC_STATE, rc.Element(0)),
             rc.RanParam(R.PARAM_NR_CELL, rc.Element(rc.Bits(self._nci(tgt.gnb, tgt.cell_id), 36))),
             rc.RanParam(R.PARAM_HO_PHASE, rc.Element(phase)),
