@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from octoric.contracts import auth
 from octoric.ric.services import HOST, RicRuntime
 
 
@@ -36,8 +37,10 @@ def xapp_environment(
             "HOSTNAME": hostname,
             f"SERVICE_RICXAPP_{key}_HTTP_PORT": f"tcp://{HOST}:{http_port}",
             f"SERVICE_RICXAPP_{key}_RMR_PORT": f"tcp://{HOST}:{rmr_port}",
-            "HTTP_PROXY": f"http://{HOST}:{rt.ric.appmgr_port}",
-            "http_proxy": f"http://{HOST}:{rt.ric.appmgr_port}",
+            # the proxy URL carries the run's API token: appmgr-lite's register call needs it
+            "HTTP_PROXY": auth.proxy_url(HOST, rt.ric.appmgr_port, rt.api_token),
+            "http_proxy": auth.proxy_url(HOST, rt.ric.appmgr_port, rt.api_token),
+            auth.TOKEN_ENV: rt.api_token,
             "NO_PROXY": "127.0.0.1,localhost",
             "no_proxy": "127.0.0.1,localhost",
             "RMR_SEED_RT": str(rt.seed_file),

@@ -21,6 +21,7 @@ import urllib.request
 from pathlib import Path
 
 from octoric.bench import Benchmark, BenchResult
+from octoric.contracts import auth
 from octoric.redis_server import free_port
 
 RECEIVER = """
@@ -161,7 +162,9 @@ def run(quick: bool) -> list[BenchResult]:
                         }
                     ],
                 }
-                req = urllib.request.Request(url, json.dumps(body).encode(), method="POST")
+                req = urllib.request.Request(
+                    url, json.dumps(body).encode(), auth.bearer(stack.rt.api_token), method="POST"
+                )
                 urllib.request.urlopen(req, timeout=5).close()
             while sum(len(n.subs) for n in nodes) < n_nodes:
                 await asyncio.sleep(0.05)

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from octoric.config import RicConfig
+from octoric.contracts import auth
 from octoric.e2sm.transport import resolve
 from octoric.errors import OctoricError
-from octoric.ric.services import COMPONENTS, HOST, RicRuntime
+from octoric.ric.services import COMPONENTS, HOST, RicRuntime, write_private
 from octoric.supervisor import ChildProcess, RunContext
 
 
@@ -93,9 +94,11 @@ class RicComponent:
             str(ctx.run_dir.resolve()),
             resolve(ric.e2_transport),
             secrets.token_hex(32),  # this run's route key
+            os.environ.get(auth.TOKEN_ENV) or auth.new_token(),  # this run's API token
         )
         state = ctx.run_dir / "ric.json"
         self.rt.write(state)
+        write_private(ctx.run_dir / auth.TOKEN_FILE, self.rt.api_token + "\n")
         _current().parent.mkdir(parents=True, exist_ok=True)
         _current().write_text(json.dumps({"state": str(state.resolve())}))
         for comp in COMPONENTS:

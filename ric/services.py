@@ -30,6 +30,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from octoric import log as octolog
 from octoric.config import RicConfig
+from octoric.contracts import auth
 from octoric.e2sm.transport import Transport
 from octoric.ric.sdl import Sdl
 
@@ -50,6 +51,8 @@ class RicRuntime:
     # the run's route key (hex): rtmgr signs route tables with it, and every RMR endpoint of
     # the run (platform and xApps, OCTORIC_RMR_RT_KEY) installs only signed ones
     rt_key: str = ""
+    # the run's API token (contracts.auth): state-changing REST calls and A1 must carry it
+    api_token: str = ""
 
     @property
     def rt_key_bytes(self) -> bytes:
@@ -60,11 +63,8 @@ class RicRuntime:
         return Path(self.run_dir) / "routes.rt"
 
     def write(self, path: Path) -> None:
-        """Readable by this user only: it holds the route key."""
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(asdict(self), indent=2))
-        os.chmod(path, 0o600)  # an older file keeps its mode through O_TRUNC
+        """Readable by this user only: it holds the route key and the API token."""
+        write_private(path, json.dumps(asdict(self), indent=2))
 
     @classmethod
     def read(cls, path: Path) -> RicRuntime:
@@ -129,10 +129,11 @@ class _SdlStats:
     sdl_reseeds: int
     sdl_errors: int
     sdl_healthy: int  # 1 / 0 (a gauge)
+    rest_unauthorized: int  # requests refused without the run's token
 
 
 def _sdl_stats(sdl: Sdl) -> _SdlStats:
-    return _SdlStats(sdl.reseeds, sdl.errors, int(sdl.healthy))
+    return _SdlStats(sdl.reseeds, sdl.errors, int(sdl.healthy), REST_AUTH["unauthorized"])
 
 
 def _stats_dict(*objs: Any) -> dict[str, Any]:
@@ -144,11 +145,48 @@ def _stats_dict(*objs: Any) -> dict[str, Any]:
     return out
 
 
+def write_private(path: Path, text: str) -> None:
+    """A file only this user may read (secrets in the run folder)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o600)  # an older file keeps its mode through O_TRUNC
+
+
+REST_AUTH: Counter[str] = Counter()  # requests refused for want of the run's token
+
+
+def _auth_middleware(token: str) -> Any:
+    """Every request that changes state (not GET/HEAD), and every A1-P request (policies are
+    the operator's), must carry the run's token (``contracts.auth``); health and metrics are
+    open. 401 otherwise, saying where the token is, counted."""
+
+    @web.middleware
+    async def mw(request: web.Request, handler: Any) -> web.StreamResponse:
+        path = request.path
+        open_path = path.startswith("/ric/v1/health") or path == "/metrics"
+        guarded = request.method not in ("GET", "HEAD") or path.startswith("/A1-P/")
+        if guarded and not open_path and not auth.authorized(request.headers, token):
+            REST_AUTH["unauthorized"] += 1
+            body = {"error": "this call needs the run's API token: header 'Authorization: "
+                    f"Bearer <token>', the token in <run folder>/{auth.TOKEN_FILE} or "
+                    f"${auth.TOKEN_ENV}"}  # fmt: skip
+            return web.json_response(
+                body, status=401, headers={"WWW-Authenticate": 'Bearer realm="octoric"'}
+            )
+        resp: web.StreamResponse = await handler(request)
+        return resp
+
+    return mw
+
+
 async def _serve_http(
-    routes: list[web.RouteDef], host: str, port: int, sdl: Sdl | None = None
+    routes: list[web.RouteDef], host: str, port: int, sdl: Sdl | None = None, token: str = ""
 ) -> web.AppRunner:
-    """``sdl``: ready (``/ric/v1/health/ready``) only while it reaches Redis."""
-    app = web.Application(client_max_size=1 << 20)
+    """``sdl``: ready (``/ric/v1/health/ready``) only while it reaches Redis; ``token``: the
+    run's API token (empty: no check, for tests of the bare services)."""
+    middlewares = [_auth_middleware(token)] if token else []
+    app = web.Application(client_max_size=1 << 20, middlewares=middlewares)
     app.add_routes(routes)
 
     async def ready(request: web.Request) -> web.Response:
@@ -229,10 +267,10 @@ async def run_platform(rt: RicRuntime, stop: asyncio.Event) -> None:
         "octoric_platform",
         lambda: _stats_dict(appmgr.counters, rtmgr.stats, ep.counters, _sdl_stats(sdl)),
     )
-    bind = rt.ric.bind_address
+    bind, token = rt.ric.bind_address, rt.api_token
     runners = [
-        await _serve_http([*appmgr.routes(), metrics], bind, rt.ric.appmgr_port, sdl),
-        await _serve_http(rtmgr.routes(), bind, rt.ric.rtmgr_rest_port, sdl),
+        await _serve_http([*appmgr.routes(), metrics], bind, rt.ric.appmgr_port, sdl, token),
+        await _serve_http(rtmgr.routes(), bind, rt.ric.rtmgr_rest_port, sdl, token),
     ]
     log.info("appmgr-lite on :%d, rtmgr-lite on :%d", rt.ric.appmgr_port, rt.ric.rtmgr_rest_port)
     await stop.wait()
@@ -279,7 +317,7 @@ async def run_e2term(rt: RicRuntime, stop: asyncio.Event) -> None:
 
     runner = await _serve_http(
         [_metrics_route("octoric_e2term", stats)], rt.ric.bind_address, rt.ric.e2term_http_port,
-        sdl,
+        sdl, rt.api_token,
     )  # fmt: skip
     await stop.wait()
     await e2t.stop()
@@ -296,13 +334,15 @@ async def run_submgr(rt: RicRuntime, stop: asyncio.Event) -> None:
     ep = _endpoint(rt, "submgr", rt.ric.submgr_rmr_port)
     http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=3))
     rtmgr_url = f"http://{HOST}:{rt.ric.rtmgr_rest_port}/ric/v1/handles/xapp-subscription-handle"
+    headers = auth.bearer(rt.api_token)
 
     async def route_hook(sub_id: int, endpoint: str, add: bool) -> bool:
         host, _, port = endpoint.rpartition(":")
         body = {"address": host, "port": int(port), "subscription_id": sub_id}
         for _ in range(20):  # the route manager may still be starting
             try:
-                async with http.request("POST" if add else "DELETE", rtmgr_url, json=body) as r:
+                method = "POST" if add else "DELETE"
+                async with http.request(method, rtmgr_url, json=body, headers=headers) as r:
                     return r.status < 300
             except (aiohttp.ClientError, OSError):
                 await asyncio.sleep(0.25)
@@ -317,7 +357,7 @@ async def run_submgr(rt: RicRuntime, stop: asyncio.Event) -> None:
         },
     )  # fmt: skip
     runner = await _serve_http(
-        [*sm.routes(), metrics], rt.ric.bind_address, rt.ric.submgr_rest_port, sdl
+        [*sm.routes(), metrics], rt.ric.bind_address, rt.ric.submgr_rest_port, sdl, rt.api_token
     )
     await stop.wait()
     await sm.stop()
@@ -349,7 +389,7 @@ async def run_a1(rt: RicRuntime, stop: asyncio.Event) -> None:
         "octoric_a1", lambda: _stats_dict(a1.counters, ep.counters, _sdl_stats(sdl))
     )
     runner = await _serve_http(
-        [*a1.routes(), metrics], rt.ric.bind_address, rt.ric.a1_rest_port, sdl
+        [*a1.routes(), metrics], rt.ric.bind_address, rt.ric.a1_rest_port, sdl, rt.api_token
     )
     await stop.wait()
     task.cancel()

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from octoric.contracts import auth
 from octoric.redis_server import RedisServer
+
+# One API token for the session's RICs and xApps (the launcher takes it from the environment),
+# so the tests' REST helpers (testkit.rest, test_a1.http) can present it.
+os.environ.setdefault(auth.TOKEN_ENV, "octoric-test-" + auth.new_token()[:16])
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = (REPO.parent / "shared").resolve()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit.rest import token_header
 
 from octoric.deploy.xapp_env import descriptor, xapp_environment
 from octoric.redis_server import free_port
@@ -42,7 +43,10 @@ POLICY_TYPE = {
 def http(method: str, url: str, body: Any = None, raw: bytes | None = None) -> tuple[int, Any]:
     data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
     req = urllib.request.Request(
-        url, data=data, method=method, headers={"Content-Type": "application/json"}
+        url,
+        data=data,
+        method=method,
+        headers={"Content-Type": "application/json", **token_header()},
     )
     try:
         with urllib.request.urlopen(req, timeout=5) as r:

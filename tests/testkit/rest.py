@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from typing import Any
 
+from octoric.contracts import auth
+
 NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def token_header() -> dict[str, str]:
+    """The session's API token (tests/conftest.py sets it) as the RIC's REST wants it."""
+    return auth.bearer(os.environ.get(auth.TOKEN_ENV, ""))
 
 
 def http(method: str, url: str, body: Any = None) -> tuple[int, Any]:
     """(status, JSON or raw bytes); ``body``: JSON-able, or bytes sent as they are."""
     data = None if body is None else body if isinstance(body, bytes) else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method)
+    req = urllib.request.Request(url, data=data, method=method, headers=token_header())
     try:
         with NO_PROXY.open(req, timeout=5) as r:
             raw = r.read()

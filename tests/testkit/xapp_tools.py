@@ -109,11 +109,20 @@ def start_rmr_xapp(rmr_port: int, callbacks: dict[int, Any]) -> Any:
     return xapp
 
 
+def token_header() -> dict[str, str]:
+    """The run's API token from the environment the RIC gives xApps (contracts.auth)."""
+    import os
+
+    from octoric.contracts import auth
+
+    return auth.bearer(os.environ.get(auth.TOKEN_ENV, ""))
+
+
 def post_subscription(url: str, body: dict[str, Any]) -> str:
     """POST a subscription to submgr; emits "posted" and returns the SubscriptionId."""
     import requests
 
-    r = requests.post(url, json=body, timeout=5)
+    r = requests.post(url, json=body, timeout=5, headers=token_header())
     emit(event="posted", status=r.status_code, body=r.json())
     return str(r.json()["SubscriptionId"])
 

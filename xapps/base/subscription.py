@@ -15,6 +15,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from octoric.contracts import auth
 from octoric.xapps.base.errors import RestError, SubmgrError
 
 DEFAULT_SUBMGR_URL = "http://service-ricplt-submgr-http.ricplt:8088/ric/v1/subscriptions"
@@ -136,9 +137,13 @@ class SubscriptionResponse:
 class SubmgrClient:
     """Blocking calls (from the xApp's worker threads) to submgr's REST API."""
 
-    def __init__(self, url: str | None = None, timeout_s: float = 5.0) -> None:
+    def __init__(
+        self, url: str | None = None, timeout_s: float = 5.0, token: str | None = None
+    ) -> None:
+        """``token``: the run's API token (default ``$OCTORIC_API_TOKEN``; none on O-RAN SC)."""
         self.url = (url or submgr_url()).rstrip("/")
         self.timeout_s = timeout_s
+        self.token = os.environ.get(auth.TOKEN_ENV, "") if token is None else token
 
     def _call(
         self, method: str, url: str, body: Any = None, timeout_s: float | None = None
@@ -147,6 +152,8 @@ class SubmgrClient:
         req = urllib.request.Request(url, data=data, method=method)
         if data is not None:
             req.add_header("Content-Type", "application/json")
+        for k, v in auth.bearer(self.token).items():
+            req.add_header(k, v)
         # submgr sits on loopback or in-cluster: never through a proxy (xApps get HTTP_PROXY
         # pointed at appmgr-lite for ricxappframe's registration)
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))

@@ -27,6 +27,7 @@ from testkit.xapp_tools import (
     serve_subscription_responses,
     start_rmr_xapp,
     subscription_body,
+    token_header,
     wait_until,
 )
 
@@ -98,7 +99,7 @@ def main() -> int:
     if args.keep:
         while True:
             time.sleep(1)
-    r = requests.delete(f"{url}/{sid}", timeout=5)
+    r = requests.delete(f"{url}/{sid}", timeout=5, headers=token_header())
     emit(event="deleted", status=r.status_code)
     time.sleep(0.5)  # indications already in flight may still arrive
     before = counts["ind"]

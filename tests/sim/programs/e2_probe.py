@@ -30,6 +30,7 @@ from testkit.xapp_tools import (
     serve_subscription_responses,
     start_rmr_xapp,
     subscription_body,
+    token_header,
     wait_until,
 )
 
@@ -107,7 +108,7 @@ def main() -> int:
         wait_until(lambda: counts["answer"] > 0, 10)
 
     for sid in sids:
-        r = requests.delete(f"{url}/{sid}", timeout=5)
+        r = requests.delete(f"{url}/{sid}", timeout=5, headers=token_header())
         emit(event="deleted", status=r.status_code)
     sys.stdout.flush()
     os._exit(0)  # RMRXapp.stop() takes ~15 s; the probe's work is done
