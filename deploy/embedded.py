@@ -7,8 +7,11 @@ flows with the OCC xApp of this run, wherever it listens.
 
 from __future__ import annotations
 
+import os
+
 from octoric import runner
 from octoric.config import RunConfig
+from octoric.contracts import auth
 from octoric.deploy.sim_component import SimComponent
 from octoric.deploy.xapps_component import components as xapp_components
 from octoric.ric.launcher import RicComponent
@@ -23,4 +26,7 @@ def build_components(ctx: RunContext) -> list[Component]:
 
 
 def run(cfg: RunConfig, live: bool = True) -> int:
+    # one API token for the run (contracts.auth): the RIC writes it into the run folder, and
+    # every child (simulator, xApps) inherits it to present or to check
+    os.environ.setdefault(auth.TOKEN_ENV, auth.new_token())
     return runner.run(cfg, build_components, live=live)

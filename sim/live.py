@@ -364,11 +364,14 @@ async def run_live(
 
 
 def _post_json(url: str, body: dict[str, Any]) -> bool:
+    import os
     import urllib.request
 
-    req = urllib.request.Request(
-        url, json.dumps(body).encode(), {"Content-Type": "application/json"}, method="POST"
-    )
+    from octoric.contracts import auth
+
+    token = os.environ.get(auth.TOKEN_ENV, "")  # the run's (octoric run gives it)
+    headers = {"Content-Type": "application/json", **auth.bearer(token)}
+    req = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: no proxy
     try:
         with opener.open(req, timeout=2) as r:

@@ -3,22 +3,30 @@ submgr's ``/ric/v1/subscriptions/response`` and the xApp's own REST API.
 
 Handlers take a ``Request`` and return a ``Response``; a ``RestError`` becomes a JSON
 ``{"error": ...}`` answer with its status, and is counted by reason; anything else a 500.
+
+Routes added with ``auth=True`` change state: they want the run's API token
+(``contracts.auth``: ``Authorization: Bearer``; the token from ``$OCTORIC_API_TOKEN``) and
+answer 401 without it; with no token configured they answer 403 (secure by default: nobody
+may change state until an operator sets one). A ``Response`` with ``stream`` set is written
+as it comes (server-sent events), on a connection that then closes.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from octoric.contracts import auth
 from octoric.xapps.base.errors import RestError, XappError
 
 log = logging.getLogger("xapps.http")
@@ -33,6 +41,7 @@ class Request:
     params: dict[str, str]
     query: dict[str, list[str]]
     body: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)  # case-insensitive when served
 
     def json(self) -> Any:
         if not self.body:
@@ -43,11 +52,16 @@ class Request:
             raise RestError(400, "bad_json", f"the body is not JSON: {e}") from None
 
 
+Writer = Callable[[bytes], bool]  # writes and flushes; False once the client is gone
+
+
 @dataclass
 class Response:
     status: int = 200
     body: bytes = b""
     content_type: str = "application/json"
+    # a streaming answer: called with a writer after the headers; returns when it is done
+    stream: Callable[[Writer], None] | None = None
 
     @classmethod
     def json(cls, obj: Any, status: int = 200) -> Response:
@@ -66,6 +80,7 @@ class Route:
     method: str
     pattern: re.Pattern[str]
     handler: Handler
+    auth: bool = False
 
 
 @dataclass
@@ -75,23 +90,43 @@ class HttpCounters:
 
 
 class HttpServer:
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, token: str | None = None) -> None:
+        """``token``: the API token ``auth`` routes want (default ``$OCTORIC_API_TOKEN``)."""
         self.host, self.port = host, port
+        self.token = os.environ.get(auth.TOKEN_ENV, "") if token is None else token
         self.routes: list[Route] = []
         self.counters = HttpCounters()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
-    def add(self, method: str, path: str, handler: Handler) -> None:
-        """``path`` may hold ``{name}`` segments, passed in ``Request.params``."""
+    def add(self, method: str, path: str, handler: Handler, auth: bool = False) -> None:
+        """``path`` may hold ``{name}`` segments, passed in ``Request.params``; ``auth``: the
+        call changes state and wants the API token."""
         rx = "^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", path) + "$"
-        self.routes.append(Route(method.upper(), re.compile(rx), handler))
+        self.routes.append(Route(method.upper(), re.compile(rx), handler, auth))
+
+    def _refused(self, headers: Mapping[str, str]) -> Response | None:
+        if not self.token:
+            self.count_error("no_token_configured")
+            return Response.json(
+                {"error": f"this call changes state and no API token is set: start the xApp "
+                 f"with ${auth.TOKEN_ENV} (octoric run does)", "reason": "forbidden"}, 403,
+            )  # fmt: skip
+        if not auth.authorized(headers, self.token):
+            self.count_error("unauthorized")
+            return Response.json(
+                {"error": "this call needs the API token: 'Authorization: Bearer <token>' "
+                 f"(the run's {auth.TOKEN_FILE} file)", "reason": "unauthorized"}, 401,
+            )  # fmt: skip
+        return None
 
     def count_error(self, reason: str) -> None:
         with self._lock:
             self.counters.errors[reason] += 1
 
-    def dispatch(self, method: str, target: str, body: bytes) -> Response:
+    def dispatch(
+        self, method: str, target: str, body: bytes, headers: Mapping[str, str] | None = None
+    ) -> Response:
         url = urlsplit(target)  # requests may arrive in absolute form
         path = url.path.rstrip("/") or "/"
         allowed = []
@@ -104,7 +139,10 @@ class HttpServer:
                 continue
             with self._lock:
                 self.counters.requests[f"{method} {r.pattern.pattern}"] += 1
-            req = Request(method, path, m.groupdict(), parse_qs(url.query), body)
+            hdrs = headers or {}
+            if r.auth and (refused := self._refused(hdrs)) is not None:
+                return refused
+            req = Request(method, path, m.groupdict(), parse_qs(url.query), body, hdrs)
             try:
                 return r.handler(req)
             except RestError as e:
@@ -140,13 +178,41 @@ class HttpServer:
                     self.close_connection = True
                 else:
                     body = self.rfile.read(n) if n > 0 else b""
-                    resp = server.dispatch(self.command, self.path, body)
+                    # the Message itself: its get() is case-insensitive, as HTTP headers are
+                    resp = server.dispatch(
+                        self.command,
+                        self.path,
+                        body,
+                        self.headers,  # type: ignore[arg-type]
+                    )
+                if resp.stream is not None:
+                    self._stream(resp)
+                    return
                 self.send_response(resp.status)
                 self.send_header("Content-Type", resp.content_type)
                 self.send_header("Content-Length", str(len(resp.body)))
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(resp.body)
+
+            def _stream(self, resp: Response) -> None:
+                assert resp.stream is not None
+                self.close_connection = True
+                self.send_response(resp.status)
+                self.send_header("Content-Type", resp.content_type)
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.end_headers()
+
+                def write(data: bytes) -> bool:
+                    try:
+                        self.wfile.write(data)
+                        self.wfile.flush()
+                        return True
+                    except (OSError, ValueError):  # gone, or too slow for the write timeout
+                        return False
+
+                resp.stream(write)
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
 

@@ -38,6 +38,8 @@ from octoric.xapps.base.shell import RmrMessage, XappShell
 from octoric.xapps.base.subscription import SubmgrClient
 from octoric.xapps.handover import kpm_input, rc_input
 from octoric.xapps.handover.detector import Detector
+from octoric.xapps.handover.notify import Notifier
+from octoric.xapps.handover.notify.webhooks import DeliveryConfig
 from octoric.xapps.handover.xapp_config import HandoverXappConfig
 
 log = logging.getLogger("xapps.handover")
@@ -88,6 +90,8 @@ class HandoverXapp:
         self.shell.on_subscription_response = self.node_subs.on_response
         self.shell.http.add("GET", "/handover/v1/status", lambda r: Response.json(self.status()))
         self.shell.http.add("GET", "/handover/v1/ues", self._ues)
+        self.notify = Notifier(self.shell.sdl)  # webhooks and the event stream
+        self.notify.routes(self.shell.http)
         self.shell.registry.register(
             StatsCollector("octoric_handover", self._stats, _LABELS, _HELP)
         )
@@ -104,6 +108,10 @@ class HandoverXapp:
         self.detector.forget_ms = int(new.forget_s * 1000)
         self.detector.max_handover_ms = int(new.max_handover_s * 1000)
         self.detector.ping_pong_ms = int(new.ping_pong_s * 1000)
+        self.notify.configure(
+            DeliveryConfig(new.webhook_timeout_s, new.webhook_max_retries,
+                           expire_after_s=new.webhook_expire_after_s)
+        )  # fmt: skip
         self.node_subs.configure(new.nodes, new.discovery_period_s, new.subscription_timeout_s)
         self.counters["config_loads"] += 1
         log.info("configuration applied: %s", asdict(new))
@@ -114,6 +122,7 @@ class HandoverXapp:
         self.apply_config(self.shell.load_config())
         self.shell.start_sdl(self._stop)
         self._restore()
+        self.notify.restore()
         self.shell.start_http()
         threading.Thread(
             target=self.node_subs.run, args=(self._stop,), name="discovery", daemon=True
@@ -127,6 +136,7 @@ class HandoverXapp:
         """Delete the subscriptions and leave the route tables (the process exits)."""
         self._stop.set()
         self.persist()
+        self.notify.stop()
         self.node_subs.stop()
         if self.shell.xapp is not None:
             try:
@@ -264,6 +274,7 @@ class HandoverXapp:
         with self._lock:
             self.recent.append(body)
         self.events[ev.event] += 1
+        self.notify.offer(body)  # webhooks and the stream: queued, never blocking
         if not self.cfg.publish_events:
             return False
         payload = json.dumps(body, separators=(",", ":")).encode()
@@ -329,6 +340,7 @@ class HandoverXapp:
                 for q in ("0.5", "0.99")
             },
             "config": asdict(self.cfg),
+            **self.notify.snapshot(),
         }
 
     def _stats(self) -> dict[str, Any]:
@@ -339,6 +351,10 @@ class HandoverXapp:
             "indications_total": self.counters["indications"],
             "events": self.events,
             "handovers_by_path": self.by_path,
+            "webhook_deliveries": self.notify.deliverer.counters,
+            "webhook_delivery_latency_seconds": self.notify.deliverer.latency,
+            "webhook_subscriptions": len(self.notify.subs),
+            "stream_clients": self.notify.stream.clients,
             "events_unsent_total": self.counters["events_unsent"],
             "events_dropped_total": self.counters["events_dropped"],
             "detection_latency_seconds": self.latency,
@@ -356,6 +372,7 @@ class HandoverXapp:
 _LABELS = {
     "events": "kind",
     "handovers_by_path": "path",
+    "webhook_deliveries": "outcome",
     "detector": "counter",
     "rejected_indications": "reason",
     "rest_errors": "reason",
@@ -364,6 +381,10 @@ _LABELS = {
 _HELP = {
     "events": "handover events detected, by kind (start, complete, failure, ping_pong)",
     "handovers_by_path": "handovers detected, by path (rc: E2SM-RC REPORT, kpm: UE-level KPM)",
+    "webhook_deliveries": "webhook outcomes (offered, delivered, given_up, expired_*, ...)",
+    "webhook_delivery_latency_seconds": "event offered -> its webhook delivered (2xx)",
+    "webhook_subscriptions": "webhook subscriptions held",
+    "stream_clients": "clients of the event stream",
     "events_unsent_total": "30501 send attempts that found no route or peer (tried again)",
     "events_dropped_total": "30501 messages given up after event_retry_s",
     "detection_latency_seconds": "RC indication in -> its 30501 sent",

@@ -21,12 +21,21 @@ class HandoverXappConfig:
     kpm_granularity_ms: int = 10  # ... in granules this long (the precision of its timing)
     ping_pong_s: float = 3.0  # back to the cell left within this long after: a ping-pong
     event_log: str = ""  # a file to append every event to (JSON lines); "": none
+    webhook_timeout_s: float = 2.0  # one delivery
+    webhook_max_retries: int = 5  # then that event is given up (counted)
+    webhook_expire_after_s: float = 300.0  # failing this long: the subscription expires
 
     def __post_init__(self) -> None:
         if not 0.05 <= self.discovery_period_s <= 3600:
             raise XappConfigError("controls.discovery_period_s", "must be 0.05..3600 s")
         if self.subscription_timeout_s <= 0:
             raise XappConfigError("controls.subscription_timeout_s", "must be > 0")
+        if not 0 < self.webhook_timeout_s <= 60:
+            raise XappConfigError("controls.webhook_timeout_s", "must be in (0, 60] s")
+        if not 0 <= self.webhook_max_retries <= 20:
+            raise XappConfigError("controls.webhook_max_retries", "must be 0..20")
+        if not 1 <= self.webhook_expire_after_s <= 86_400:
+            raise XappConfigError("controls.webhook_expire_after_s", "must be 1..86400 s")
         if self.detection not in ("auto", "rc", "kpm"):
             raise XappConfigError("controls.detection", "must be auto, rc or kpm")
         if not 10 <= self.kpm_period_ms <= 60_000:

@@ -409,9 +409,9 @@ class OccXapp:
         )
         h.add("GET", "/occ/v1/ues/{ue}", self._get_ue)
         h.add("GET", "/occ/v1/flows", lambda r: Response.json([f.to_json() for f in self.flows()]))
-        h.add("POST", "/occ/v1/flows", self._post_flow)
+        h.add("POST", "/occ/v1/flows", self._post_flow, auth=True)
         h.add("GET", "/occ/v1/flows/{id}", self._get_flow)
-        h.add("DELETE", "/occ/v1/flows/{id}", self._delete_flow)
+        h.add("DELETE", "/occ/v1/flows/{id}", self._delete_flow, auth=True)
 
     def ue_records(self) -> list[UeRecord]:
         with self._lock:
