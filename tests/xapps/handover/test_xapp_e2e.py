@@ -344,6 +344,42 @@ def test_kill_9_restarts_from_sdl(env: Env) -> None:
     assert env.ho.status()["detector"].get("ends_without_start", 0) == 0
 
 
+def test_application_servers_get_signed_webhooks_and_the_stream(env: Env) -> None:
+    """As an application server: register a webhook (with the run's token), follow the SSE
+    stream, both with the stdlib client library; one handover reaches both, verified."""
+    from octoric.contracts import auth
+    from octoric.xapps.handover import client
+
+    token = os.environ[auth.TOKEN_ENV]
+    hooked: list[dict[str, Any]] = []
+    recv = client.WebhookReceiver("w" * 32, hooked.append)
+    streamed: list[dict[str, Any]] = []
+    sse = client.SseClient(env.ho.url("/handover/v1/events?ue=101"), token=token, timeout_s=15)
+
+    def follow() -> None:
+        for e in sse.events(reconnect_s=0.2):
+            streamed.append(e)
+
+    threading.Thread(target=follow, daemon=True).start()
+    try:
+        body = {"url": recv.url, "secret": "w" * 32, "filters": {"ues": [101]}}
+        code, made = http("POST", env.ho.url("/handover/v1/subscriptions"), body)
+        assert code == 201, made
+        wait_until(lambda: env.ho.status()["stream_clients"] == 1, 10, "the stream client")
+        env.rc_a.handover(101, 1, CELL_B, CELL_A)
+        wait_until(lambda: hooked, 10, "the start's webhook")  # then the target reports the end
+        env.rc_b.handover(101, 2, CELL_B, CELL_A)
+        wait_until(lambda: len(hooked) == 2 and len(streamed) == 2, 10, "webhook and stream")
+        assert [e["event"] for e in hooked] == ["start", "complete"] and recv.rejected == 0
+        assert [e["id"] for e in streamed] == [e["id"] for e in hooked]
+        st = env.ho.status()
+        assert st["webhook"]["delivered"] == 2 and st["webhook_subscriptions"] == 1
+        assert http("DELETE", env.ho.url(f"/handover/v1/subscriptions/{made['id']}"))[0] == 204
+    finally:
+        sse.stop()
+        recv.close()
+
+
 def _alive(x: XappProc) -> bool:
     try:
         x.status()
