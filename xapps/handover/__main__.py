@@ -5,6 +5,8 @@ The environment and the signal handling are every xApp's: ``octoric.xapps.base.m
 
 from __future__ import annotations
 
+import sys
+
 from octoric import log as octolog
 from octoric.contracts import ports
 from octoric.xapps.base.main import parse_args, run_forever
@@ -13,6 +15,9 @@ from octoric.xapps.base.main import parse_args, run_forever
 def main(argv: list[str] | None = None) -> int:
     args = parse_args("handover", ports.HANDOVER_RMR, ports.HANDOVER_HTTP, argv)
     octolog.configure("xapp-handover")
+    # an RMR message waits for the GIL behind any running thread (webhook deliveries, HTTP,
+    # discovery) for up to the switch interval, 5 ms by default: the detection latency's tail
+    sys.setswitchinterval(0.0005)
     from octoric.xapps.handover.xapp import HandoverXapp
 
     xapp = HandoverXapp(args.rmr_port, args.http_port, args.host)

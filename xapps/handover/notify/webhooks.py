@@ -55,6 +55,7 @@ class _Hook:
         self.cond = threading.Condition()
         self.failing_since: float | None = None
         self.stopped = False
+        self.conn: http.client.HTTPConnection | None = None  # kept alive between deliveries
         self.delivered = 0
         self.failed = 0
 
@@ -190,7 +191,7 @@ class Deliverer:
         for attempt in range(self.cfg.max_retries + 1):
             if hook.stopped:
                 return False
-            if self._post(hook.sub, item):
+            if self._post(hook, item):
                 return True
             self.counters["attempts_failed"] += 1
             if attempt == self.cfg.max_retries:
@@ -202,7 +203,8 @@ class Deliverer:
                 return False
         return False
 
-    def _post(self, sub: WebhookSubscription, item: _Item) -> bool:
+    def _post(self, hook: _Hook, item: _Item) -> bool:
+        sub = hook.sub
         u = urlsplit(sub.url)
         ts = f"{time.time():.3f}"
         headers = {
@@ -212,18 +214,27 @@ class Deliverer:
             ID_HEADER: item.event_id,
             "User-Agent": "octoric-handover/1",
         }
-        cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
-        conn = cls(u.hostname or "", u.port, timeout=self.cfg.timeout_s)
+        if hook.conn is None:  # one connection per subscription, kept alive (HTTP/1.1)
+            cls = (
+                http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
+            )
+            hook.conn = cls(u.hostname or "", u.port, timeout=self.cfg.timeout_s)
+        conn = hook.conn
         try:
             path = (u.path or "/") + (f"?{u.query}" if u.query else "")
             conn.request("POST", path, item.body, headers)
-            status = conn.getresponse().status
+            resp = conn.getresponse()
+            resp.read()  # drain it, so the connection can carry the next one
+            status = resp.status
+            if resp.will_close:
+                conn.close()
+                hook.conn = None
         except (OSError, http.client.HTTPException) as e:
             self.counters["errors"] += 1
             log.debug("webhook %s: %s", sub.url, e)
-            return False
-        finally:
             conn.close()
+            hook.conn = None
+            return False
         if 200 <= status < 300:
             return True
         self.counters[f"status_{status // 100}xx"] += 1
