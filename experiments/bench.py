@@ -49,7 +49,6 @@ from octoric.e2sm.node_session import ScriptedNode
 from octoric.redis_server import free_port
 from octoric.ric.stack import LoopThread, RicStack, free_pair, running_ric
 from octoric.supervisor import stop_process_group
-from octoric.xapps.handover import client
 
 REPO = Path(__file__).resolve().parents[1]
 GUAMI = Guami(bytes.fromhex("00f110"), 1, 1, 0)
@@ -178,6 +177,15 @@ def start_handover_xapp(stack: RicStack, tmp: Path, controls: dict[str, Any]) ->
     return _spawn(stack, tmp, "handover", argv, rmr, http, d), http
 
 
+def start_webhook_receiver(tmp: Path, secret: str, timeout_s: float) -> Proc:
+    out = tmp / "webhook.out"
+    argv = [sys.executable, "-m", "octoric.experiments.ho_probe", "webhook", secret,
+            str(timeout_s)]  # fmt: skip
+    f: IO[bytes] = out.open("wb")
+    p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+    return Proc("webhook-receiver", p, out)
+
+
 def start_probe(stack: RicStack, tmp: Path, timeout_s: float) -> Proc:
     rmr = free_pair()
     d = descriptor("ho-probe", rmr, ["OCTORIC_HO_EVENT"], [])
@@ -208,7 +216,6 @@ def measure(n_gnbs: int = 10, n_ues: int = 100, duration_s: float = 30.0) -> dic
     elapsed = 0.0
     inside: dict[str, Any] = {}
     e2t: tuple[float | None, float | None] = (None, None)
-    recv = client.WebhookReceiver("b" * 32, lambda e: hooked.append((time.time(), e)))
     with tempfile.TemporaryDirectory(prefix="octoric-ho-bench-") as d:
         tmp = Path(d)
         with running_ric(tmp) as stack:
@@ -224,8 +231,12 @@ def measure(n_gnbs: int = 10, n_ues: int = 100, duration_s: float = 30.0) -> dic
                 ho, http = start_handover_xapp(stack, tmp, {"detection": "rc"})
                 procs.append(ho)
                 _wait(lambda: all(n.subs for n in nodes), 60, "RC subscriptions", procs)
+                hook = start_webhook_receiver(tmp, "b" * 32, duration_s + 120)
+                procs.append(hook)
+                _wait(lambda: any("url" in x for x in hook.lines()), 30, "the receiver", procs)
+                url = next(x["url"] for x in hook.lines() if "url" in x)
                 base = f"http://127.0.0.1:{http}/handover/v1/subscriptions"
-                _post(base, {"url": recv.url, "secret": "b" * 32}, stack.rt.api_token)
+                _post(base, {"url": url, "secret": "b" * 32}, stack.rt.api_token)
                 # the probe's route: one handover goes through before the clock starts
                 loop.call(_warm_up(nodes))
                 _wait(lambda: len(probe.lines()) >= 3, 30, "the first 30501s", procs)
@@ -237,6 +248,8 @@ def measure(n_gnbs: int = 10, n_ues: int = 100, duration_s: float = 30.0) -> dic
                 while len(probe.lines()) - skip < len(wl.sent) and time.monotonic() < deadline:
                     time.sleep(0.1)
                 got = probe.lines()[skip:]
+                time.sleep(1.0)  # the last deliveries
+                hooked = [(x["at"], x["hook"]) for x in hook.lines() if "hook" in x]
                 hooked = [h for h in hooked if h[1]["ue"] != WARM_UE]
                 inside = _get(f"http://127.0.0.1:{http}/handover/v1/status").get("latency_ms", {})
                 e2t = _e2term_forward(stack)
@@ -246,7 +259,6 @@ def measure(n_gnbs: int = 10, n_ues: int = 100, duration_s: float = 30.0) -> dic
                 loop.stop()
                 for p in procs:
                     p.stop()
-                recv.close()
     f = _figures(wl.sent, got, elapsed)
     f["webhook_p99_ms"], f["webhook_p50_ms"], f["webhook_events"] = _webhook(wl.sent, hooked)
     f["xapp_p50_ms"], f["xapp_p99_ms"] = inside.get("0.5"), inside.get("0.99")

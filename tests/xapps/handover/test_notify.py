@@ -127,7 +127,9 @@ def test_signed_deliveries_in_order_filtered_and_kept_across_restart(
         wait_until(lambda: len(got) == 10, 5, "UE 7's ten events")
         assert [e["id"] for e in got] == [f"7:{i}:{'start' if i % 4 < 2 else 'complete'}"
                                           for i in range(1, 20, 2)]  # fmt: skip
-        assert recv.rejected == 0 and env.notify.deliverer.latency.count == 10
+        assert recv.rejected == 0
+        # the worker process reports its figures every half second
+        wait_until(lambda: env.notify.deliverer.latency.count == 10, 3, "the worker's report")
         # a restart: the subscription comes back from SDL and delivers again
         env.notify.stop()
         again = Notifier(sdl, DeliveryConfig(timeout_s=1.0))
@@ -191,7 +193,8 @@ def test_retries_expiry_and_a_slow_receiver_never_blocks(env: Env, sdl: SdlStore
         assert per_offer_ms < 1.0, per_offer_ms  # the slow and dead receivers cost nothing here
         handler: Any = flaky.RequestHandlerClass
         wait_until(lambda: len(handler.got) == 50, 10, "the flaky receiver's 50 events")
-        assert env.notify.deliverer.counters["attempts_failed"] >= 2  # the two 500s, retried
+        wait_until(lambda: env.notify.deliverer.counters["attempts_failed"] >= 2, 3,
+                   "the two 500s, retried")  # fmt: skip
         # the dead one expires (failing for longer than expire_after_s), from SDL too
         wait_until(lambda: dead["id"] not in env.notify.subs, 15, "the dead subscription expired")
         assert env.notify.counters["expired_dead_receiver"] == 1
@@ -283,3 +286,29 @@ def test_client_verify_state_and_adaptations() -> None:
     assert client.dash_h_bitrate(4000, 1000, True, 1.0) == 1000
     assert client.dash_h_bitrate(4000, 1000, False, 6.0) == 1000
     assert client.dash_h_bitrate(1000, 4000, True, 6.0) == 4000
+
+
+def test_a_dead_delivery_worker_is_replaced(env: Env) -> None:
+    """Deliveries run in a child process; killed, it is started again with every
+    subscription, and deliveries go on (counted ``worker_restarts``)."""
+    import os
+    import signal
+
+    from octoric.xapps.handover.notify.worker import RemoteDeliverer
+
+    got: list[dict[str, Any]] = []
+    recv = client.WebhookReceiver("r" * 32, got.append)
+    try:
+        assert env.call("POST", "/subscriptions", {"url": recv.url, "secret": "r" * 32})[0] == 201
+        d = env.notify.deliverer
+        assert isinstance(d, RemoteDeliverer)
+        env.notify.offer(ev(2, "start", 1))
+        wait_until(lambda: len(got) == 1, 5, "a delivery")
+        old = d._proc.pid
+        os.kill(old, signal.SIGKILL)
+        wait_until(lambda: d._proc.pid != old and d._proc.is_alive(), 10, "a new worker")
+        wait_until(lambda: d.counters["worker_restarts"] == 1, 5, "the restart counted")
+        env.notify.offer(ev(2, "complete", 2))
+        wait_until(lambda: len(got) == 2, 5, "a delivery from the new worker")
+    finally:
+        recv.close()

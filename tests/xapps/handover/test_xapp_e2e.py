@@ -372,8 +372,10 @@ def test_application_servers_get_signed_webhooks_and_the_stream(env: Env) -> Non
         wait_until(lambda: len(hooked) == 2 and len(streamed) == 2, 10, "webhook and stream")
         assert [e["event"] for e in hooked] == ["start", "complete"] and recv.rejected == 0
         assert [e["id"] for e in streamed] == [e["id"] for e in hooked]
-        st = env.ho.status()
-        assert st["webhook"]["delivered"] == 2 and st["webhook_subscriptions"] == 1
+        st = wait_until(  # the delivery worker reports every half second
+            lambda: (s := env.ho.status())["webhook"].get("delivered") == 2 and s, 5, "counts"
+        )
+        assert st["webhook_subscriptions"] == 1
         assert http("DELETE", env.ho.url(f"/handover/v1/subscriptions/{made['id']}"))[0] == 204
     finally:
         sse.stop()

@@ -26,6 +26,7 @@ from octoric.xapps.base.sdl import SdlStore
 from octoric.xapps.handover.notify import subscriptions as subs
 from octoric.xapps.handover.notify.stream import EventStream
 from octoric.xapps.handover.notify.webhooks import Deliverer, DeliveryConfig
+from octoric.xapps.handover.notify.worker import RemoteDeliverer
 
 log = logging.getLogger("xapps.handover.notify")
 HOOK = "hook."  # SDL keys: hook.<id>
@@ -34,11 +35,19 @@ BASE = "/handover/v1"
 
 
 class Notifier:
-    def __init__(self, sdl: SdlStore, delivery: DeliveryConfig | None = None) -> None:
+    def __init__(
+        self, sdl: SdlStore, delivery: DeliveryConfig | None = None, process: bool = True
+    ) -> None:
+        """``process``: deliver from a child process (``notify.worker``), off detection's GIL;
+        False: from threads of this one (tests that look inside the deliverer)."""
         self.sdl = sdl
         self.counters: Counter[str] = Counter()
         self.rejected: Counter[str] = Counter()  # subscription requests refused, by reason
-        self.deliverer = Deliverer(delivery, on_expire=self._expired)
+        self.deliverer: Deliverer | RemoteDeliverer = (
+            RemoteDeliverer(delivery, on_expire=self._expired)
+            if process
+            else Deliverer(delivery, on_expire=self._expired)
+        )
         self.stream = EventStream()
         self.subs: dict[str, subs.WebhookSubscription] = {}
         self._lock = threading.Lock()
@@ -75,7 +84,7 @@ class Notifier:
         self.stream.close()
 
     def configure(self, delivery: DeliveryConfig) -> None:
-        self.deliverer.cfg = delivery
+        self.deliverer.configure(delivery)
 
     # --- detection side --------------------------------------------------------------------
     def offer(self, event: dict[str, Any]) -> None:

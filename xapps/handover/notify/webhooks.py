@@ -74,6 +74,9 @@ class Deliverer:
         self._hooks: dict[str, _Hook] = {}
         self._lock = threading.Lock()
 
+    def configure(self, cfg: DeliveryConfig) -> None:
+        self.cfg = cfg
+
     # --- subscriptions ---------------------------------------------------------------------
     def add(self, sub: WebhookSubscription) -> None:
         hook = _Hook(sub, self.cfg.queue_len)
@@ -215,9 +218,7 @@ class Deliverer:
             "User-Agent": "octoric-handover/1",
         }
         if hook.conn is None:  # one connection per subscription, kept alive (HTTP/1.1)
-            cls = (
-                http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
-            )
+            cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
             hook.conn = cls(u.hostname or "", u.port, timeout=self.cfg.timeout_s)
         conn = hook.conn
         try:
