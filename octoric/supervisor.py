@@ -179,32 +179,81 @@ class ChildProcess:
 
 
 class StatusLine:
-    """One line rewritten in place on a terminal; periodic plain lines otherwise."""
+    """The live status. On a terminal: a few lines redrawn in place (``rich.live``), the
+    header and one line per component, each cut to the terminal's width (an ellipsis) so
+    nothing wraps at 80 columns. Elsewhere (a pipe, a log file, ``--no-live``): one plain line
+    every 5 s or more."""
 
-    def __init__(self, stream: TextIO, live: bool, interval: float) -> None:
+    def __init__(
+        self, stream: TextIO, live: bool, interval: float, console: Any | None = None
+    ) -> None:
+        """``console``: a ``rich.console.Console`` to draw on (tests); default ``stream``'s."""
         self.stream = stream
-        self.tty = live and stream.isatty()
+        self.tty = console is not None or (live and stream.isatty())
         self.interval = interval if self.tty else max(interval, 5.0)
         self._last = 0.0
-        self._width = 0
+        self._live: Any = None
+        self._console = console
 
-    def show(self, text: str, force: bool = False) -> None:
+    def _render(self, lines: list[str]) -> Any:
+        from rich.table import Table
+        from rich.text import Text
+
+        t = Table.grid(expand=True)
+        t.add_column(no_wrap=True, overflow="ellipsis")
+        for i, line in enumerate(lines):
+            t.add_row(Text(line, style="bold" if i == 0 else "", no_wrap=True, overflow="ellipsis"))
+        return t
+
+    def show(self, text: str | list[str], force: bool = False) -> None:
+        """``text``: the lines (header first) or one line."""
         now = time.monotonic()
         if not force and now - self._last < self.interval:
             return
         self._last = now
-        if self.tty:
-            pad = max(0, self._width - len(text))
-            self.stream.write("\r" + text + " " * pad)
-            self._width = len(text)
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
+        lines = [text] if isinstance(text, str) else text
+        if not self.tty:
+            self.stream.write(" | ".join(lines) + "\n")
+            self.stream.flush()
+            return
+        if self._live is None:
+            from rich.console import Console
+            from rich.live import Live
+
+            console = self._console or Console(file=self.stream)
+            self._live = Live(
+                self._render(lines), console=console, auto_refresh=False, transient=False
+            )
+            self._live.start()
+            self._route_logs(console)
+        self._live.update(self._render(lines), refresh=True)
+
+    def _route_logs(self, console: Any) -> None:
+        """Log lines to the terminal go above the live lines, not through them."""
+
+        class _Above:
+            def write(self, s: str) -> int:
+                if s.strip():
+                    console.print(s.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
+                return len(s)
+
+            def flush(self) -> None:
+                pass
+
+        self._saved: list[tuple[logging.StreamHandler[Any], Any]] = []
+        for h in logging.getLogger().handlers:
+            if (
+                isinstance(h, logging.StreamHandler)
+                and getattr(h.stream, "isatty", lambda: False)()
+            ):
+                self._saved.append((h, h.setStream(_Above())))
 
     def close(self) -> None:
-        if self.tty and self._width:
-            self.stream.write("\n")
-            self.stream.flush()
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+            for h, stream in getattr(self, "_saved", []):
+                h.setStream(stream)
 
 
 @dataclass
@@ -238,12 +287,11 @@ class Supervisor:
             self._reason = reason
             self._stop.set()
 
-    def _line(self) -> str:
+    def _line(self) -> list[str]:
         elapsed = time.monotonic() - self.ctx.started_at
         dur = self.ctx.config.duration
-        head = f"[octoric {elapsed:6.1f}s" + (f"/{dur:.0f}s]" if dur else "]")
-        parts = [c.status() for c in self.started]
-        return " | ".join([head, *parts, "Ctrl-C stops"])
+        head = f"octoric {elapsed:6.1f}s" + (f" of {dur:.0f}s" if dur else "") + " (Ctrl-C stops)"
+        return [head, *(c.status() for c in self.started)]
 
     async def run(self) -> RunOutcome:
         loop = asyncio.get_running_loop()

@@ -128,3 +128,37 @@ def test_restart_budget_is_a_rate_not_a_lifetime_cap(tmp_path: Path) -> None:
     outcome = asyncio.run(Supervisor(_ctx(tmp_path, 30), [fast], stream=io.StringIO()).run())
     assert not outcome.ok and "fast exited with code 5" in outcome.reason
     assert "2 restart(s) in 30 s spent" in outcome.reason and fast.restarts == 2
+
+
+def test_live_status_fits_an_80_column_terminal() -> None:
+    """On a terminal the status is a few lines redrawn in place, each cut to the width: a
+    320-character component status does not wrap at 80 columns (issue #16)."""
+    import logging
+
+    from rich.console import Console
+
+    from octoric.supervisor import StatusLine
+
+    out = io.StringIO()
+    console = Console(file=out, width=80, force_terminal=True, color_system=None)
+    st = StatusLine(out, live=True, interval=0.0, console=console)
+    long = "sim 56.1s 3 cells 8 UEs, E2 1/1 up; ABW/cap Mbit/s " + " ".join(
+        f"100{i} 12.3/45.6" for i in range(20)
+    )
+    assert len(long) > 300
+    st.show(["octoric   12.0s of 60s (Ctrl-C stops)", "redis :6379 up", long], force=True)
+    logging.getLogger("octoric.test").warning("a log line goes above the status")
+    st.show(["octoric   13.0s of 60s (Ctrl-C stops)", "redis :6379 up", long], force=True)
+    st.close()
+    screen = out.getvalue()
+    lines = [ln for ln in screen.replace("\r", "\n").split("\n") if ln.strip()]
+    import re
+
+    visible = [re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", ln) for ln in lines]
+    assert max(len(v) for v in visible) <= 80, max(visible, key=len)
+    assert any(v.startswith("sim 56.1s") and v.rstrip().endswith("…") for v in visible)
+    assert any("13.0s of 60s" in v for v in visible)
+    # not a terminal: one plain line (for logs and pipes)
+    plain = io.StringIO()
+    StatusLine(plain, live=True, interval=0.0).show(["head", "a", "b"], force=True)
+    assert plain.getvalue() == "head | a | b\n"
