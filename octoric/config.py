@@ -70,7 +70,7 @@ class SimConfig:
 
 @dataclass
 class XappsConfig:
-    enabled: list[str] = field(default_factory=lambda: ["occ", "handover", "octopus"])
+    enabled: list[str] = field(default_factory=lambda: ["occ", "handover"])  # octopus: #13
     # per xApp, ``controls`` that override its descriptor's, e.g.
     # --set xapps.controls.handover.detection=kpm (the xApp validates them when it starts)
     controls: dict[str, dict[str, Any]] = field(default_factory=dict)
