@@ -307,9 +307,11 @@ def _e2term_forward(stack: RicStack) -> tuple[float | None, float | None]:
         return None, None
     out: dict[str, float] = {}
     for line in text.splitlines():
-        for q in ("p50", "p99"):
-            if line.startswith(f"octoric_e2term_forward_latency_{q}_us"):
-                out[q] = round(float(line.split()[-1]) / 1000, 3)
+        for q, key in (("0.5", "p50"), ("0.99", "p99")):
+            if line.startswith(
+                f'octoric_e2term_forward_latency_seconds_quantile{{quantile="{q}"}}'
+            ):
+                out[key] = round(float(line.split()[-1]) * 1000, 3)
     return out.get("p50"), out.get("p99")
 
 

@@ -24,7 +24,12 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    Metric,
+    SummaryMetricFamily,
+)
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
@@ -94,8 +99,54 @@ class RicRuntime:
         }[component]
 
 
+# Levels, not counts: exported as gauges. Every other number a component keeps only grows and
+# is exported as a counter (``<name>_total``), as Prometheus' conventions want.
+GAUGES = {"connected_nodes", "half_open", "sdl_healthy", "subscriptions"}
+HELP = {
+    "connected_nodes": "E2 nodes with an E2 connection now",
+    "half_open": "E2 connections waiting for E2 Setup now",
+    "sdl_healthy": "1 while Redis (the SDL) is reachable, else 0",
+    "subscriptions": "subscriptions held now",
+    "sdl_reseeds": "times Redis came back empty and this process wrote its state back",
+    "sdl_errors": "SDL watchdog rounds that could not reach Redis",
+    "rest_unauthorized": "REST calls refused for want of the run's API token",
+    "sent": "RMR messages sent",
+    "received": "RMR messages received",
+    "send_failures": "RMR sends that failed after their retries",
+    "receive_errors": "RMR receive errors",
+    "waited": "RMR sends that waited for a full socket (retried)",
+    "gave_up": "RMR messages given up",
+    "indications": "RIC indications forwarded from E2 to RMR",
+    "rest": "REST calls by kind",
+    "errors": "errors by kind",
+    "e2": "E2AP messages by kind",
+    "pdus_in": "E2AP PDUs received, by kind",
+    "pdus_out": "E2AP PDUs sent, by kind",
+    "registered": "xApp registrations",
+    "deregistered": "xApp deregistrations",
+    "bad_requests": "malformed requests refused",
+    "tables": "route tables built",
+    "pushes": "route-table pushes that every endpoint took",
+    "push_failures": "route-table pushes that an endpoint did not take",
+    "requests": "A1 policy requests sent to xApps",
+    "responses": "A1 policy status answers from xApps",
+    "bad_responses": "malformed A1 answers from xApps",
+}
+
+
+@dataclass
+class Quantiles:
+    """Recent values of a latency in seconds, exported as a summary's quantiles."""
+
+    values: list[float]
+    total: float = 0.0
+    count: int = 0
+
+
 class StatsCollector(Collector):
-    """Prometheus metrics from a component's stats dataclasses, read at scrape time."""
+    """Prometheus metrics from a component's stats dataclasses, read at scrape time: counters
+    for what only grows (``_total``), gauges for the levels in ``GAUGES``, summaries for
+    ``Quantiles`` (seconds), help texts from ``HELP``."""
 
     def __init__(self, prefix: str, sources: Callable[[], dict[str, Any]]) -> None:
         self.prefix, self.sources = prefix, sources
@@ -103,15 +154,32 @@ class StatsCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         for name, value in self.sources().items():
             full = f"{self.prefix}_{name}"
+            doc = HELP.get(name, name.replace("_", " "))
             if isinstance(value, Counter):
-                fam = CounterMetricFamily(full, f"{name} by kind", labels=["kind"])
+                fam = CounterMetricFamily(full, doc, labels=["kind"])
                 for k, v in sorted(value.items()):
                     fam.add_metric([str(k)], float(v))
                 yield fam
-            elif isinstance(value, (int, float)):
-                g = GaugeMetricFamily(full, name)
-                g.add_metric([], float(value))
+            elif isinstance(value, Quantiles):
+                s = SummaryMetricFamily(full, doc)
+                s.add_metric([], count_value=value.count, sum_value=value.total)
+                yield s
+                g = GaugeMetricFamily(f"{full}_quantile", f"{doc} (recent quantiles)",
+                                      labels=["quantile"])  # fmt: skip
+                vals = sorted(value.values)
+                for q in (0.5, 0.9, 0.99):
+                    if vals:
+                        g.add_metric([str(q)], vals[min(len(vals) - 1, int(q * len(vals)))])
                 yield g
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                if name in GAUGES:
+                    g = GaugeMetricFamily(full, doc)
+                    g.add_metric([], float(value))
+                    yield g
+                else:
+                    c = CounterMetricFamily(full, doc)
+                    c.add_metric([], float(value))
+                    yield c
 
 
 def _metrics_route(prefix: str, sources: Callable[[], dict[str, Any]]) -> web.RouteDef:
@@ -309,10 +377,9 @@ async def run_e2term(rt: RicRuntime, stop: asyncio.Event) -> None:
     def stats() -> dict[str, Any]:
         d = _stats_dict(e2t.stats, ep.counters, _sdl_stats(sdl))
         d["connected_nodes"] = len(e2t.sessions)
-        lat = sorted(e2t.stats.forward_latency_us)
-        if lat:  # E2 PDU in -> RMR message out, over the last 100k indications
-            d["forward_latency_p50_us"] = lat[len(lat) // 2]
-            d["forward_latency_p99_us"] = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+        # E2 PDU in -> RMR message out, over the last 100k indications (seconds)
+        lat = [v / 1e6 for v in e2t.stats.forward_latency_us]
+        d["forward_latency_seconds"] = Quantiles(lat, sum(lat), len(lat))
         return d
 
     runner = await _serve_http(

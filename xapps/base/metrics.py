@@ -103,6 +103,11 @@ class StatsCollector(Collector):
                         g.add_metric([q], qv)
                 yield g
             elif isinstance(value, (int, float)) and not isinstance(value, bool):
-                g = GaugeMetricFamily(full, doc)
-                g.add_metric([], float(value))
-                yield g
+                if name.endswith("_total"):  # a count that only grows: a counter
+                    c = CounterMetricFamily(full, doc)
+                    c.add_metric([], float(value))
+                    yield c
+                else:
+                    g = GaugeMetricFamily(full, doc)
+                    g.add_metric([], float(value))
+                    yield g
