@@ -1,0 +1,77 @@
+"""Every ``octoric ...`` command the docs show exists and answers ``--help`` (issue #16: a
+documented command that has gone away, or never came, fails here).
+
+Commands are taken from inline code (`` `octoric ...` ``) and code blocks of README.md,
+docs/*.md and the folders' READMEs; each is walked down the real argument parser as far as
+its words are subcommands, and ``python -m octoric.cli <those words> --help`` must exit 0."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from octoric.cli import build_parser
+
+pytestmark = pytest.mark.unit
+REPO = Path(__file__).resolve().parents[2]
+INLINE = re.compile(r"`(?:\.venv/bin/)?octoric ([a-z][a-z0-9 -]*)")
+BLOCK_LINE = re.compile(r"^\s*(?:\$ )?(?:\.venv/bin/)?octoric ([a-z][a-z0-9 -]*)")
+
+
+def _docs() -> list[Path]:
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")),
+            *sorted(REPO.glob("*/README.md"))]  # fmt: skip
+
+
+def mentions() -> dict[str, list[str]]:
+    """Command words -> where the docs show them ("file:line")."""
+    out: dict[str, list[str]] = {}
+    for doc in _docs():
+        in_block = False
+        for n, line in enumerate(doc.read_text().splitlines(), 1):
+            if line.lstrip().startswith("```"):
+                in_block = not in_block
+                continue
+            found = [m.group(1) for m in INLINE.finditer(line)]
+            if in_block and (m := BLOCK_LINE.match(line)):
+                found.append(m.group(1))
+            for words in found:
+                out.setdefault(words.strip(), []).append(f"{doc.relative_to(REPO)}:{n}")
+    return out
+
+
+def _subparsers(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for a in p._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            return dict(a.choices)
+    return {}
+
+
+def command_path(words: str) -> list[str] | None:
+    """The leading words that are subcommands, or None if the first is not one."""
+    parser = build_parser()
+    path: list[str] = []
+    for w in words.split():
+        subs = _subparsers(parser)
+        if w not in subs:
+            break
+        path.append(w)
+        parser = subs[w]
+    return path or None
+
+
+def test_documented_commands_exist_and_answer_help() -> None:
+    found = mentions()
+    assert len(found) > 10  # the docs do show commands
+    unknown = {w: where for w, where in found.items() if command_path(w) is None}
+    assert not unknown, f"documented commands that do not exist: {unknown}"
+    paths = {tuple(p) for w in found if (p := command_path(w))}
+    for path in sorted(paths):
+        r = subprocess.run([sys.executable, "-m", "octoric.cli", *path, "--help"],
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert r.returncode == 0 and "usage:" in r.stdout, (path, r.stderr[-500:])
