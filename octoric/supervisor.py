@@ -290,7 +290,7 @@ class Supervisor:
     def _line(self) -> list[str]:
         elapsed = time.monotonic() - self.ctx.started_at
         dur = self.ctx.config.duration
-        head = f"octoric {elapsed:6.1f}s" + (f" of {dur:.0f}s" if dur else "") + " (Ctrl-C stops)"
+        head = f"[octoric {elapsed:6.1f}s" + (f"/{dur:.0f}s]" if dur else "]") + " Ctrl-C stops"
         return [head, *(c.status() for c in self.started)]
 
     async def run(self) -> RunOutcome:

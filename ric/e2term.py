@@ -65,6 +65,8 @@ _CONTROL_ANSWERS = {
     (env.UNSUCCESSFUL, e2ap.PROC_RIC_CONTROL): mt.RIC_CONTROL_FAILURE,
 }
 CONTROL_HOLD_S = 10.0  # how long a control request waits for the node's answer
+HOLD_CONTROL_S = 5.0  # a control from a not-yet-registered sender waits this long for it
+MAX_HELD_CONTROLS = 64  # controls waiting so at once; more from strangers are refused at once
 
 
 @dataclass
@@ -82,6 +84,11 @@ class E2termConfig:
     # a connected node silent this long may be taken over by a newcomer with its ID
     idle_takeover_s: float = 15.0
     duplicate_time_to_wait: str = "v2s"  # a refused duplicate retries after this
+    # who may send over RMR (issue #17): subscription requests only from submgr (its RMR
+    # endpoint; None: anyone), RIC controls only from registered xApps whose descriptor
+    # lists RIC_CONTROL_REQ in txMessages
+    submgr_endpoint: str | None = None
+    check_senders: bool = True
 
 
 @dataclass
@@ -109,6 +116,9 @@ class E2term:
         self.sessions: dict[str, NodeSession] = {}
         self.stats = E2termStats()
         self._pending_controls: dict[tuple[str, int, int], tuple[RmrMessage, float]] = {}
+        self._controllers: set[str] = set()  # RMR endpoints allowed to send RIC controls
+        self._controllers_at = 0.0
+        self._held = 0  # controls waiting for their sender's registration
         self._setup_times: deque[float] = deque()
         self._server: E2Server | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -425,35 +435,93 @@ class E2term:
                 log.exception("handling RMR %s failed", mt.name(msg.mtype))
                 self.rmr.release(msg)
 
+    async def _controller_endpoints(self, fresh: bool = False) -> set[str]:
+        """RMR endpoints of registered xApps that declare RIC_CONTROL_REQ (appmgr's records in
+        the SDL), re-read at most every second, or now when ``fresh`` (a newcomer)."""
+        now = time.monotonic()
+        if fresh and now - self._controllers_at < 0.2:
+            return self._controllers  # just read: do not let a flood of strangers hammer Redis
+        if fresh or now - self._controllers_at > 1.0:
+            from octoric.ric import appmgr
+
+            try:
+                recs = await appmgr.Appmgr(self.sdl).xapps()
+                self._controllers = {
+                    r.rmr_endpoint for r in recs if mt.RIC_CONTROL_REQ in r.routes().tx
+                }
+            except Exception as e:  # SDL away: keep the last known set
+                log.warning("cannot read the registered xApps: %s", e)
+            self._controllers_at = now
+        return self._controllers
+
+    def _refuse(self, msg: RmrMessage, why: str) -> None:
+        self.stats.errors[why] += 1
+        if self.stats.errors[why] in (1, 10, 100) or self.stats.errors[why] % 1000 == 0:
+            log.warning("%s from %s refused (%s; %d so far)", mt.name(msg.mtype), msg.src,
+                        why, self.stats.errors[why])  # fmt: skip
+        self.rmr.release(msg)
+
+    async def _hold_control(self, msg: RmrMessage) -> None:
+        """A control from an endpoint not (yet) registered: an xApp often sends before its
+        registration reaches appmgr. Held up to HOLD_CONTROL_S while the registrations are
+        re-read; forwarded if its sender turns out to be allowed, else refused."""
+        deadline = time.monotonic() + HOLD_CONTROL_S
+        try:
+            while time.monotonic() < deadline:
+                await asyncio.sleep(0.25)
+                if msg.src in await self._controller_endpoints(fresh=True):
+                    self.stats.errors["control_held"] += 1
+                    await self._to_node(msg)
+                    return
+            self._refuse(msg, "control_not_allowed")
+        finally:
+            self._held -= 1
+
     async def _from_rmr(self, msg: RmrMessage) -> None:
         if msg.mtype in (mt.RIC_SUB_REQ, mt.RIC_SUB_DEL_REQ, mt.RIC_CONTROL_REQ):
-            s = self.sessions.get(msg.meid)
-            if s is None:
-                self.stats.errors["unknown_meid"] += 1
-                log.warning("%s for unknown node %r dropped", mt.name(msg.mtype), msg.meid)
-                self.rmr.release(msg)
-                return
-            try:
-                e = env.parse(msg.payload)
-            except env.EnvelopeError as err:
-                self.stats.errors["bad_rmr_payload"] += 1
-                log.warning("%s from %s is not E2AP: %s", mt.name(msg.mtype), msg.src, err)
-                self.rmr.release(msg)
-                return
-            await self._send(s.conn, msg.payload, mt.name(msg.mtype))
-            rid = e.request_id()
-            if msg.mtype == mt.RIC_CONTROL_REQ and rid is not None:
-                old = self._pending_controls.pop((s.meid, *rid), None)
-                if old:
-                    self.rmr.release(old[0])
-                self._pending_controls[(s.meid, *rid)] = (msg, time.monotonic())
-                return
-        elif msg.mtype == mt.RIC_HEALTH_CHECK_REQ:
+            if self.cfg.check_senders:
+                if msg.mtype != mt.RIC_CONTROL_REQ:
+                    if self.cfg.submgr_endpoint not in (None, msg.src):
+                        return self._refuse(msg, "subscription_not_from_submgr")
+                elif msg.src not in await self._controller_endpoints():
+                    if self._held >= MAX_HELD_CONTROLS:  # a flood: no waiting room
+                        return self._refuse(msg, "control_not_allowed")
+                    self._held += 1
+                    self._tasks.append(asyncio.create_task(self._hold_control(msg)))
+                    self._tasks = [t for t in self._tasks if not t.done()]
+                    return
+            await self._to_node(msg)
+            return
+        if msg.mtype == mt.RIC_HEALTH_CHECK_REQ:
             self.rmr.reply(msg, mt.RIC_HEALTH_CHECK_RESP, b"OK\n")
             return
-        else:
-            self.stats.errors["unexpected_rmr"] += 1
-            log.warning("unexpected RMR %s from %s", mt.name(msg.mtype), msg.src)
+        self.stats.errors["unexpected_rmr"] += 1
+        log.warning("unexpected RMR %s from %s", mt.name(msg.mtype), msg.src)
+        self.rmr.release(msg)
+
+    async def _to_node(self, msg: RmrMessage) -> None:
+        """A subscription request or control, over E2 to the node its meid names."""
+        s = self.sessions.get(msg.meid)
+        if s is None:
+            self.stats.errors["unknown_meid"] += 1
+            log.warning("%s for unknown node %r dropped", mt.name(msg.mtype), msg.meid)
+            self.rmr.release(msg)
+            return
+        try:
+            e = env.parse(msg.payload)
+        except env.EnvelopeError as err:
+            self.stats.errors["bad_rmr_payload"] += 1
+            log.warning("%s from %s is not E2AP: %s", mt.name(msg.mtype), msg.src, err)
+            self.rmr.release(msg)
+            return
+        await self._send(s.conn, msg.payload, mt.name(msg.mtype))
+        rid = e.request_id()
+        if msg.mtype == mt.RIC_CONTROL_REQ and rid is not None:
+            old = self._pending_controls.pop((s.meid, *rid), None)
+            if old:
+                self.rmr.release(old[0])
+            self._pending_controls[(s.meid, *rid)] = (msg, time.monotonic())
+            return
         self.rmr.release(msg)
 
     async def _expire_controls(self) -> None:

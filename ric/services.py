@@ -370,6 +370,7 @@ async def run_e2term(rt: RicRuntime, stop: asyncio.Event) -> None:
         read_timeout_s=rt.ric.e2_read_timeout_s,
         max_half_open=rt.ric.e2_max_half_open,
         idle_takeover_s=rt.ric.e2_idle_takeover_s,
+        submgr_endpoint=rt.platform_endpoints().submgr,
     )
     e2t = E2term(e2cfg, sdl, ep)
     await e2t.start()

@@ -146,9 +146,9 @@ def test_live_status_fits_an_80_column_terminal() -> None:
         f"100{i} 12.3/45.6" for i in range(20)
     )
     assert len(long) > 300
-    st.show(["octoric   12.0s of 60s (Ctrl-C stops)", "redis :6379 up", long], force=True)
+    st.show(["[octoric   12.0s/60s] Ctrl-C stops", "redis :6379 up", long], force=True)
     logging.getLogger("octoric.test").warning("a log line goes above the status")
-    st.show(["octoric   13.0s of 60s (Ctrl-C stops)", "redis :6379 up", long], force=True)
+    st.show(["[octoric   13.0s/60s] Ctrl-C stops", "redis :6379 up", long], force=True)
     st.close()
     screen = out.getvalue()
     lines = [ln for ln in screen.replace("\r", "\n").split("\n") if ln.strip()]
@@ -157,7 +157,7 @@ def test_live_status_fits_an_80_column_terminal() -> None:
     visible = [re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", ln) for ln in lines]
     assert max(len(v) for v in visible) <= 80, max(visible, key=len)
     assert any(v.startswith("sim 56.1s") and v.rstrip().endswith("…") for v in visible)
-    assert any("13.0s of 60s" in v for v in visible)
+    assert any("13.0s/60s" in v for v in visible)
     # not a terminal: one plain line (for logs and pipes)
     plain = io.StringIO()
     StatusLine(plain, live=True, interval=0.0).show(["head", "a", "b"], force=True)
