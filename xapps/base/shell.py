@@ -16,7 +16,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import queue
 import threading
 import time
 from collections import Counter
@@ -47,6 +49,32 @@ class RmrMessage:
 MessageHandler = Callable[[RmrMessage], None]
 
 
+RMR_QUEUE_LEN = 10_000  # received messages waiting for the dispatch thread
+OVERLOAD_WINDOW_S = 10.0  # "overloaded" while messages were shed this recently
+
+
+class SheddingQueue(queue.Queue):  # type: ignore[type-arg]
+    """ricxappframe's receive queue with a bound: a message that finds it full is freed and
+    counted (``rmr_counters["shed_queue_full"]``), never queued without end."""
+
+    def __init__(self, maxsize: int, free: Callable[[Any], None], counters: Counter[str]) -> None:
+        super().__init__(maxsize)
+        self._free, self._counters = free, counters
+        self.last_shed = 0.0  # monotonic
+
+    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        try:
+            super().put(item, block=False)
+        except queue.Full:
+            self._counters["shed_queue_full"] += 1
+            self.last_shed = time.monotonic()
+            with contextlib.suppress(Exception):
+                self._free(item[1])  # (summary, sbuf)
+
+    def overloaded(self) -> bool:
+        return self.last_shed > 0 and time.monotonic() - self.last_shed < OVERLOAD_WINDOW_S
+
+
 class XappShell:
     def __init__(
         self,
@@ -68,6 +96,7 @@ class XappShell:
         self.xapp: Any = None  # the RMRXapp once start_rmr ran
         self._send_lock = threading.Lock()
         self._ready = threading.Event()
+        self.rmr_queue_len = RMR_QUEUE_LEN
         self.http.add("GET", "/ric/v1/health/alive", lambda r: Response.text("OK\n"))
         self.http.add("GET", "/ric/v1/health/ready", self._ready_probe)
         self.http.add("GET", "/metrics", self._metrics)
@@ -79,7 +108,15 @@ class XappShell:
             return Response.text("starting\n", 503)
         if not self.sdl.healthy():  # state would not survive: say so (issue #17)
             return Response.text(f"SDL unreachable: {self.sdl.last_error}\n", 503)
+        if self.overloaded():  # still serving, but shedding: say so, without failing the probe
+            shed = self.rmr_counters["shed_queue_full"]
+            return Response.text(f"OK overloaded: {shed} RMR messages shed\n")
         return Response.text("OK\n")
+
+    def overloaded(self) -> bool:
+        """Were received messages shed (the receive queue full) in the last seconds?"""
+        q = getattr(getattr(self.xapp, "_rmr_loop", None), "rcv_queue", None)
+        return isinstance(q, SheddingQueue) and q.overloaded()
 
     def _metrics(self, req: Request) -> Response:
         return Response(200, generate_latest(self.registry), "text/plain; version=0.0.4")
@@ -170,6 +207,12 @@ class XappShell:
 
         self.xapp = RMRXapp(
             wrap(None), config_handler=config_handler, rmr_port=self.rmr_port, use_fake_sdl=False
+        )
+        # ricxappframe queues received messages without a bound: under overload the xApp's
+        # memory grew without end and nothing counted the loss (issue #17). A bounded queue
+        # instead; what does not fit is freed and counted, and the status says overloaded.
+        self.xapp._rmr_loop.rcv_queue = SheddingQueue(
+            self.rmr_queue_len, lambda sbuf: rmr.rmr_free_msg(sbuf), self.rmr_counters
         )
         for mtype, fn in handlers.items():
             self.xapp.register_callback(wrap(fn), mtype)

@@ -332,6 +332,7 @@ class HandoverXapp:
             "rejected_indications": dict(self.rejected),
             "rest_errors": dict(self.shell.http.counters.errors),
             "rmr": dict(self.shell.rmr_counters),
+            "overloaded": self.shell.overloaded(),
             "config_errors": self.shell.config_errors,
             "last_config_error": self.shell.last_config_error,
             "last_errors": list(self.last_errors),

@@ -476,6 +476,7 @@ class OccXapp:
             "rest_errors": dict(self.shell.http.counters.errors),
             "feedback": dict(self.feedback.counters),
             "rmr": dict(self.shell.rmr_counters),
+            "overloaded": self.shell.overloaded(),
             "config_errors": self.shell.config_errors,
             "last_config_error": self.shell.last_config_error,
             "last_errors": list(self.last_errors),

@@ -131,3 +131,22 @@ def test_e2node_functions() -> None:
     n = E2Node("gnb", True, ((2, "1.3.6.1.4.1.53148.1.2.2.2"), (3, "1.3.6.1.4.1.53148.1.1.2.3")))
     assert n.has_function("1.3.6.1.4.1.53148.1.2.2.2") and n.has_function("x", 3)
     assert not n.has_function("x", 4)
+
+
+@pytest.mark.unit
+def test_the_receive_queue_is_bounded_and_sheds_visibly() -> None:
+    """ricxappframe's receive queue had no bound: under overload the xApp's memory grew
+    without end and nothing counted the loss (issue #17). Now a full queue frees and counts."""
+    from collections import Counter
+
+    from octoric.xapps.base.shell import SheddingQueue
+
+    freed: list[str] = []
+    counters: Counter[str] = Counter()
+    q = SheddingQueue(2, freed.append, counters)
+    assert not q.overloaded()
+    for i in range(5):
+        q.put(({"i": i}, f"sbuf{i}"))  # never blocks the RMR reader thread
+    assert q.qsize() == 2 and freed == ["sbuf2", "sbuf3", "sbuf4"]
+    assert counters["shed_queue_full"] == 3 and q.overloaded()
+    assert q.get()[0] == {"i": 0}  # what was queued is kept, in order
