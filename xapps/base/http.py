@@ -50,6 +50,8 @@ class Request:
             return json.loads(self.body)
         except ValueError as e:
             raise RestError(400, "bad_json", f"the body is not JSON: {e}") from None
+        except RecursionError:  # found by xapps/fuzz_rest.py: it was a 500
+            raise RestError(400, "too_deep", "the JSON body is nested too deeply") from None
 
 
 Writer = Callable[[bytes], bool]  # writes and flushes; False once the client is gone
