@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import socket
 import threading
 import time
 import urllib.request
@@ -272,9 +271,3 @@ def dash_h_bitrate(
     if proposed_kbps < current_kbps and handover_since_decision and buffer_s >= min_buffer_s:
         return current_kbps
     return proposed_kbps
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
