@@ -14,6 +14,30 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--no-live", action="store_true", help="no live status line, log lines only")
     p.add_argument("--print-config", action="store_true", help="print the merged config, exit")
     p.set_defaults(func=_run)
+    r = sub.add_parser("report", help="write report.html (plots) for a run folder of octoric run")
+    r.add_argument(
+        "run_dir", nargs="?", help="the run folder (default: the latest under build/run)"
+    )
+    r.set_defaults(func=_report)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from octoric.deploy import report
+    from octoric.errors import OctoricError
+
+    if args.run_dir:
+        run_dir = Path(args.run_dir)
+    else:
+        runs = sorted(p for p in Path("build/run").glob("*") if (p / "report.json").is_file())
+        if not runs:
+            raise OctoricError("no run folder under build/run: give RUN_DIR (or `make run` first)")
+        run_dir = runs[-1]
+    if not (run_dir / "report.json").is_file():
+        raise OctoricError(f"{run_dir} is not a run folder of octoric run (no report.json)")
+    print(report.write(run_dir))
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:

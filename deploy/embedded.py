@@ -29,4 +29,6 @@ def run(cfg: RunConfig, live: bool = True) -> int:
     # one API token for the run (contracts.auth): the RIC writes it into the run folder, and
     # every child (simulator, xApps) inherits it to present or to check
     os.environ.setdefault(auth.TOKEN_ENV, auth.new_token())
-    return runner.run(cfg, build_components, live=live)
+    from octoric.deploy import report
+
+    return runner.run(cfg, build_components, live=live, after=report.write)

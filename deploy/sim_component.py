@@ -24,6 +24,7 @@ SETUP_WAIT_S = 30.0
 STATUS_FILE = "sim-status.json"
 SUMMARY_FILE = "sim-summary.json"
 HANDOVER_LOG = "sim-handovers.jsonl"  # ground truth (sim.ground_truth)
+SERIES_FILE = "sim-series.jsonl"  # per-UE rates every second (the report's plots)
 
 
 def live_argv(ctx: RunContext, occ_flows_url: str | None = None) -> list[str]:
@@ -40,6 +41,7 @@ def live_argv(ctx: RunContext, occ_flows_url: str | None = None) -> list[str]:
         "--status-file", str(ctx.run_dir / STATUS_FILE),
         "--json", str(ctx.run_dir / SUMMARY_FILE),
         "--handover-log", str(ctx.run_dir / HANDOVER_LOG),
+        "--series", str(ctx.run_dir / SERIES_FILE),
     ]  # fmt: skip
     if cfg.cells_per_gnb is not None:
         argv += ["--cells-per-gnb", str(cfg.cells_per_gnb)]

@@ -118,8 +118,14 @@ def _summary(outcome: RunOutcome, report_path: Path) -> str:
     return "\n".join(lines)
 
 
-def run(cfg: RunConfig, factory: ComponentFactory, live: bool = True) -> int:
-    """Run Redis and the components ``factory`` builds under the supervisor."""
+def run(
+    cfg: RunConfig,
+    factory: ComponentFactory,
+    live: bool = True,
+    after: Callable[[Path], Path | None] | None = None,
+) -> int:
+    """Run Redis and the components ``factory`` builds under the supervisor; ``after(run
+    folder)`` runs at the end (e.g. writes the HTML report) and may name a file to show."""
     fmt = None if cfg.log.format == "auto" else cfg.log.format
     octolog.configure("octoric-run", fmt=fmt, level=cfg.log.level)
     # absolute: the state pointers and child processes must not depend on a working directory
@@ -135,6 +141,13 @@ def run(cfg: RunConfig, factory: ComponentFactory, live: bool = True) -> int:
     latest = Path(cfg.report_dir) / "latest.json"
     latest.write_text(json.dumps(report, indent=2, default=str))
     print(_summary(outcome, report_path), flush=True)
+    if after is not None:
+        try:
+            extra = after(run_dir)
+            if extra is not None:
+                print(f"  report: {extra}", flush=True)
+        except Exception as e:  # a report that cannot be drawn must not fail the run
+            log.warning("the end-of-run report failed: %s", e)
     if not outcome.ok:
         print(f"octoric run: {outcome.reason}", file=sys.stderr)
         return 1

@@ -56,6 +56,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--status-file", metavar="PATH", help="rewrite a JSON status here every second"
     )
     live.add_argument(
+        "--series", metavar="PATH",
+        help="append the status's per-UE rates here every second (JSON lines; for reports)",
+    )  # fmt: skip
+    live.add_argument(
         "--handover-log", metavar="PATH",
         help="write the ground truth here: one JSON line per handover start and end",
     )  # fmt: skip
@@ -184,6 +188,7 @@ def _cmd_live(args: argparse.Namespace) -> int:
         duration_s=duration, status_path=Path(args.status_file) if args.status_file else None,
         feedback_port=args.feedback_port, occ_register=args.occ_register,
         handover_log=Path(args.handover_log) if args.handover_log else None,
+        series_path=Path(args.series) if args.series else None,
     )  # fmt: skip
     if not args.quiet:
         print(

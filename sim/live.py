@@ -137,6 +137,7 @@ class LiveOptions:
     occ_register: str | None = None  # the OCC xApp's POST /occ/v1/flows URL
     tick_ms: float = 1.0
     handover_log: Path | None = None  # ground truth: one JSON line per handover start / end
+    series_path: Path | None = None  # one JSON line per status: the run's time series
 
 
 @dataclass
@@ -330,11 +331,17 @@ class LiveSim:
 
     def write_status(self) -> None:
         p = self.opts.status_path
-        if p is None:
+        if p is None and self.opts.series_path is None:
             return
-        tmp = p.with_name(p.name + ".tmp")
-        tmp.write_text(json.dumps(self.status(), indent=1))
-        tmp.replace(p)  # atomic: a reader never sees half a file
+        st = self.status()
+        if p is not None:
+            tmp = p.with_name(p.name + ".tmp")
+            tmp.write_text(json.dumps(st, indent=1))
+            tmp.replace(p)  # atomic: a reader never sees half a file
+        if self.opts.series_path is not None:  # the report's time series (deploy.report)
+            row = {k: st[k] for k in ("sim_seconds", "updated_unix", "ue_rates", "handovers")}
+            with self.opts.series_path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(row, separators=(",", ":")) + "\n")
 
     async def _status_loop(self) -> None:
         while True:
