@@ -33,29 +33,41 @@ _PRINTABLE = frozenset(
 )
 
 
-class _Fallback(Exception):
+class Fallback(Exception):
     """The message uses something the fast path does not handle."""
 
 
-def _real(content: bytes) -> float:
+def check_input(message: object, asn_type: str) -> None:
+    """The generic codec's input checks, before a fast decoder reads: bytes, not empty, not
+    over its size limit (``E2smDecodeError`` otherwise)."""
+    if not isinstance(message, bytes | bytearray) or not message:
+        raise E2smDecodeError(asn_type, "empty input", "byte 0")
+    if len(message) > codec.MAX_PDU_BYTES:
+        raise E2smDecodeError(
+            asn_type, f"{len(message)} bytes exceeds the {codec.MAX_PDU_BYTES}-byte limit"
+        )
+
+
+def read_real(content: bytes) -> float:
+    """A REAL's contents octets (X.690 8.5, binary base 2, or a special value)."""
     if not content:
         return 0.0
     first = content[0]
     if first & 0x80:
         if first & 0x3C:  # base 8/16 or a scaling factor: not CER/DER, the generic path refuses
-            raise _Fallback
+            raise Fallback
         sign = -1.0 if first & 0x40 else 1.0
         elen = first & 3
         i = 1
         if elen == 3:
             if len(content) < 2:
-                raise _Fallback
+                raise Fallback
             elen = content[1]
             i = 2
         else:
             elen += 1
         if len(content) <= i + elen:  # the mantissa has at least one octet
-            raise _Fallback
+            raise Fallback
         exp = int.from_bytes(content[i : i + elen], "big", signed=True)
         mant = int.from_bytes(content[i + elen :], "big")
         try:
@@ -70,7 +82,44 @@ def _real(content: bytes) -> float:
         return math.nan
     if first == 0x43:
         return -0.0
-    raise _Fallback  # decimal encodings: rare, leave them to the generic decoder
+    raise Fallback  # decimal encodings: rare, leave them to the generic decoder
+
+
+def read_ueid(r: BitReader) -> UeId:
+    """A UEID: gNB-UEID or gNB-DU-UEID, what gNBs send (anything else raises ``Fallback``)."""
+    head = r.bits(4)  # CHOICE ext bit + 3-bit index
+    if head == 0b0000:  # gNB-UEID
+        ext = r.bits(1)
+        opts = r.bits(5)  # F1AP list, E1AP list, RAN UE ID, XnAP ID, global gNB ID
+        if ext or opts & 0b01011:
+            raise Fallback
+        n = r.bits(3) + 1  # AMF-UE-NGAP-ID: 1..5 octets
+        amf = r.uint(n)
+        if r.bits(1):  # GUAMI extension
+            raise Fallback
+        plmn = r.octets(3)
+        reg_set_ptr = r.bits(24)
+        guami = Guami(plmn, reg_set_ptr >> 16, (reg_set_ptr >> 6) & 0x3FF, reg_set_ptr & 0x3F)
+        f1ap: tuple[int, ...] = ()
+        if opts & 0b10000:
+            count = r.bits(2) + 1
+            ids = []
+            for _ in range(count):
+                if r.bits(1):
+                    raise Fallback
+                ids.append(r.uint(r.bits(2) + 1))
+            f1ap = tuple(ids)
+        ran_ueid = r.octets(8) if opts & 0b00100 else None
+        return UeId("gNB-UEID", amf, guami, f1ap, ran_ueid, None)
+    if head == 0b0001:  # gNB-DU-UEID
+        ext = r.bits(1)
+        opt = r.bits(1)
+        if ext:
+            raise Fallback
+        fid = r.uint(r.bits(2) + 1)
+        ran_ueid = r.octets(8) if opt else None
+        return UeId("gNB-DU-UEID", f1ap_ids=(fid,), ran_ueid=ran_ueid)
+    raise Fallback
 
 
 class FastFormat3Decoder:
@@ -83,16 +132,10 @@ class FastFormat3Decoder:
         self._names: dict[bytes, str] = {}
 
     def decode_message(self, message: bytes) -> list[UeSeries]:
-        if not isinstance(message, bytes | bytearray) or not message:
-            raise E2smDecodeError("E2SM-KPM-IndicationMessage", "empty input", "byte 0")
-        if len(message) > codec.MAX_PDU_BYTES:
-            raise E2smDecodeError(
-                "E2SM-KPM-IndicationMessage",
-                f"{len(message)} bytes exceeds the {codec.MAX_PDU_BYTES}-byte limit",
-            )
+        check_input(message, "E2SM-KPM-IndicationMessage")
         try:
             out = self._decode(bytes(message))
-        except (_Fallback, IndexError, ValueError, KeyError, OverflowError):
+        except (Fallback, IndexError, ValueError, KeyError, OverflowError):
             self.fallbacks += 1
             return self.generic.decode_message(message)
         self.fast += 1
@@ -104,66 +147,31 @@ class FastFormat3Decoder:
         r = BitReader(data)
         # E2SM-KPM-IndicationMessage: ext bit 0; CHOICE ext bit 1 + normally-small index 0
         if r.bits(9) != 0b0_1_0_000000:
-            raise _Fallback
+            raise Fallback
         content = r.length_prefixed()
         if not r.at_end():
-            raise _Fallback  # trailing bytes: let the generic decoder report them
+            raise Fallback  # trailing bytes: let the generic decoder report them
         c = BitReader(content)
         if c.bits(1):  # Format3 extension
-            raise _Fallback
+            raise Fallback
         c.align()
         n_ue = c.bits(16) + 1
         out = [self._ue_report(c) for _ in range(n_ue)]
         if not c.at_end():
-            raise _Fallback  # the open type holds more than the value: the generic path decides
+            raise Fallback  # the open type holds more than the value: the generic path decides
         return out
 
     def _ue_report(self, r: BitReader) -> UeSeries:
         if r.bits(1):  # UEMeasurementReportItem extension
-            raise _Fallback
-        ue = self._ueid(r)
+            raise Fallback
+        ue = read_ueid(r)
         metrics, values, gp = self._format1(r)
         return UeSeries(ue, metrics, values, gp)
-
-    def _ueid(self, r: BitReader) -> UeId:
-        head = r.bits(4)  # CHOICE ext bit + 3-bit index
-        if head == 0b0000:  # gNB-UEID
-            ext = r.bits(1)
-            opts = r.bits(5)  # F1AP list, E1AP list, RAN UE ID, XnAP ID, global gNB ID
-            if ext or opts & 0b01011:
-                raise _Fallback
-            n = r.bits(3) + 1  # AMF-UE-NGAP-ID: 1..5 octets
-            amf = r.uint(n)
-            if r.bits(1):  # GUAMI extension
-                raise _Fallback
-            plmn = r.octets(3)
-            reg_set_ptr = r.bits(24)
-            guami = Guami(plmn, reg_set_ptr >> 16, (reg_set_ptr >> 6) & 0x3FF, reg_set_ptr & 0x3F)
-            f1ap: tuple[int, ...] = ()
-            if opts & 0b10000:
-                count = r.bits(2) + 1
-                ids = []
-                for _ in range(count):
-                    if r.bits(1):
-                        raise _Fallback
-                    ids.append(r.uint(r.bits(2) + 1))
-                f1ap = tuple(ids)
-            ran_ueid = r.octets(8) if opts & 0b00100 else None
-            return UeId("gNB-UEID", amf, guami, f1ap, ran_ueid, None)
-        if head == 0b0001:  # gNB-DU-UEID
-            ext = r.bits(1)
-            opt = r.bits(1)
-            if ext:
-                raise _Fallback
-            fid = r.uint(r.bits(2) + 1)
-            ran_ueid = r.octets(8) if opt else None
-            return UeId("gNB-DU-UEID", f1ap_ids=(fid,), ran_ueid=ran_ueid)
-        raise _Fallback
 
     def _format1(self, r: BitReader) -> tuple[list[str], np.ndarray, int | None]:
         head = r.bits(3)  # ext bit, measInfoList present, granulPeriod present
         if head & 0b100:
-            raise _Fallback
+            raise Fallback
         r.align()
         n_rec = r.bits(16) + 1
         rows: list[list[float]] = []
@@ -172,7 +180,7 @@ class FastFormat3Decoder:
         nan = math.nan
         for _ in range(n_rec):
             if r.bits(2):  # item extension / incompleteFlag: rare, generic path
-                raise _Fallback
+                raise Fallback
             n_val = r.length()
             row = [nan] * n_val
             pos = r.pos
@@ -182,40 +190,40 @@ class FastFormat3Decoder:
                     # the usual case: an integer item starting on an octet boundary is one
                     # header octet (ext bit, 2-bit index, 2-bit length, padding) + the octets
                     if b >= dlen:
-                        raise _Fallback
+                        raise Fallback
                     h = data[b]
                     if not h & 0xE0:
                         end = b + 2 + ((h >> 3) & 3)
                         if end > dlen:
-                            raise _Fallback
+                            raise Fallback
                         row[j] = int.from_bytes(data[b + 1 : end], "big")
                         pos = end << 3
                         continue
                 # CHOICE ext bit + 2-bit index, then for integer a 2-bit length
                 if b + 1 >= dlen:
-                    raise _Fallback
+                    raise Fallback
                 five = (((data[b] << 8) | data[b + 1]) >> (11 - (pos & 7))) & 0x1F
                 kind = five >> 2
                 if kind == 0:  # integer: length (1..4 octets), aligned octets
                     start = (pos + 12) >> 3
                     end = start + (five & 3) + 1
                     if end > dlen:
-                        raise _Fallback
+                        raise Fallback
                     row[j] = int.from_bytes(data[start:end], "big")
                     pos = end << 3
                 elif kind == 1:  # real
                     r.pos = pos + 3
-                    row[j] = _real(r.octets(r.length()))
+                    row[j] = read_real(r.octets(r.length()))
                     pos = r.pos
                 elif kind == 2:  # noValue
                     pos += 3
                 elif kind >= 4:  # extension alternative: notSatisfied is index 0
                     r.pos = pos + 1
                     if r.bits(7) != 0 or r.length_prefixed() != b"\x00":
-                        raise _Fallback  # NULL in an open type is exactly one zero octet
+                        raise Fallback  # NULL in an open type is exactly one zero octet
                     pos = r.pos
                 else:
-                    raise _Fallback
+                    raise Fallback
             r.pos = pos
             rows.append(row)
         metrics: list[str]
@@ -240,31 +248,31 @@ class FastFormat3Decoder:
         for _ in range(n):
             head = r.bits(3)  # item ext bit, measType CHOICE ext bit, CHOICE index
             if head & 0b110:
-                raise _Fallback
+                raise Fallback
             if head == 0:  # measName: size ext bit + 8-bit (length - 1), aligned chars
                 if r.bits(1):
-                    raise _Fallback
+                    raise Fallback
                 ln = r.bits(8) + 1
                 raw = r.octets(ln)
                 name = self._names.get(raw)
                 if name is None:
                     if not set(raw) <= _PRINTABLE or ln > 150:
-                        raise _Fallback
+                        raise Fallback
                     name = raw.decode("ascii")
                     if len(self._names) >= 4096:  # bounded: names come from the peer
                         self._names.clear()
                     self._names[raw] = name
             else:  # measID INTEGER (1..65536, ...)
                 if r.bits(1):
-                    raise _Fallback
+                    raise Fallback
                 r.align()
                 name = f"id:{r.bits(16) + 1}"
             n_labels = r.length()
             if n_labels != 1:
-                raise _Fallback  # per-label columns: generic path names them
+                raise Fallback  # per-label columns: generic path names them
             # LabelInfoItem ext bit, MeasurementLabel ext bit + 21 optional bits (noLabel
             # only), noLabel ENUMERATED ext bit
             if r.bits(24) != 0b0_0_100000000000000000000_0:
-                raise _Fallback
+                raise Fallback
             names.append(name)
         return names

@@ -35,6 +35,7 @@ from redis.exceptions import RedisError
 
 from octoric.contracts import message_types as mt
 from octoric.contracts import ports
+from octoric.contracts.latency_trace import LatencyTrace
 from octoric.e2sm import e2ap
 from octoric.e2sm import envelope as env
 from octoric.e2sm.e2ap_ies import Cause, E2NodeComponentConfigAck, GlobalRicId, RanFunctionIdItem
@@ -121,6 +122,7 @@ class E2term:
         self._held = 0  # controls waiting for their sender's registration
         self._setup_times: deque[float] = deque()
         self._server: E2Server | None = None
+        self._trace = LatencyTrace("e2term_in")  # benchmarks only (OCTORIC_LATENCY_TRACE)
         self._tasks: list[asyncio.Task[None]] = []
         self._duplicate_logged: set[int] = set()  # connections whose refusal was logged
 
@@ -307,6 +309,7 @@ class E2term:
 
     async def _from_node(self, s: NodeSession, pdu: bytes) -> None:
         t0 = time.perf_counter()
+        arrived_ns = time.monotonic_ns() if self._trace.enabled else 0
         try:
             e = env.parse(pdu)
         except env.EnvelopeError as err:
@@ -326,6 +329,8 @@ class E2term:
             self.stats.indications += 1
             await self.rmr.send_patiently(mt.RIC_INDICATION, pdu, sub_id=rid[1], meid=s.meid)
             self.stats.forward_latency_us.append((time.perf_counter() - t0) * 1e6)
+            if arrived_ns:
+                self._trace.mark(pdu, arrived_ns)
             return
         if key in _TO_SUBMGR:
             self.stats.pdus_in[mt.name(_TO_SUBMGR[key])] += 1

@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import octoric.rmr  # noqa: F401
+import octoric.rmr
 from ricxappframe.rmr import rmr
+
+octoric.rmr.warm_ricxappframe_constants()
 
 log = logging.getLogger("ric.rmr")
 MAX_MSG = 65536

@@ -52,6 +52,21 @@ def load() -> ctypes.CDLL:
     return _LIB
 
 
+def warm_ricxappframe_constants() -> None:
+    """Fill ricxappframe's cache of RMR's constants (call after importing ricxappframe).
+
+    Its ``get_constants(cache={})`` means to cache them in the default argument but rebinds
+    the local instead, so every send with a MEID and every received message's summary calls
+    into RMR and parses its JSON again (~15-25 us each, on the latency path of every xApp
+    and of the RIC's own endpoints). Filled once, the cache works as intended; the values
+    are RMR's own."""
+    from ricxappframe.rmr.rmrclib import rmrclib
+
+    cache: object = (rmrclib.get_constants.__defaults__ or ({},))[0]
+    if isinstance(cache, dict) and not cache:
+        cache.update(rmrclib.get_constants())
+
+
 @dataclass(frozen=True)
 class RmrStats:
     """Counters of one RMR context (octoric extension ``octoric_rmr_stats``)."""

@@ -29,9 +29,10 @@ Standard library and ``octoric.contracts`` only; no I/O; the clock is injected (
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from octoric.contracts.ho_event import COMPLETE, FAILURE, PING_PONG, START, HoEvent
@@ -133,9 +134,10 @@ class Detector:
             t = self.tracks[key] = UeTrack(ue, guami, meid, cell, now)
         return t
 
-    def take_changes(self) -> tuple[list[dict[str, Any]], list[tuple[int, str | None]]]:
-        """The tracks changed and the keys forgotten since the last call (to persist)."""
-        changed = [asdict(self.tracks[k]) for k in self.touched if k in self.tracks]
+    def take_changes(self) -> tuple[list[UeTrack], list[tuple[int, str | None]]]:
+        """Copies of the tracks changed and the keys forgotten since the last call (to
+        persist). Shallow copies, cheap under the caller's lock; ``asdict`` them outside it."""
+        changed = [copy.copy(self.tracks[k]) for k in self.touched if k in self.tracks]
         gone = [k for k in self.forgotten if k not in self.tracks]
         self.touched, self.forgotten = set(), set()
         return changed, gone

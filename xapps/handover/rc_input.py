@@ -18,6 +18,7 @@ from octoric.contracts.rc import (
 from octoric.e2sm import rc
 from octoric.e2sm.e2ap import RicIndication
 from octoric.e2sm.errors import E2smError
+from octoric.e2sm.rc_fast import RcIndicationDecoder
 from octoric.xapps.base.errors import XappError
 from octoric.xapps.base.identity import guami_str
 from octoric.xapps.handover.detector import UeInfo
@@ -47,10 +48,11 @@ def _nci(v: object) -> int | None:
     return v.value if isinstance(v, rc.Bits) else None
 
 
-def ue_infos(ind: RicIndication, meid: str) -> list[UeInfo]:
-    """The UE entries of one RC indication from node ``meid``."""
+def ue_infos(ind: RicIndication, meid: str, decoder: RcIndicationDecoder) -> list[UeInfo]:
+    """The UE entries of one RC indication from node ``meid`` (``decoder`` reads Format 2
+    directly and hands anything else to the generic codec)."""
     try:
-        msg = rc.decode_rc(rc.RcIndicationMessage, ind.message)
+        msg = decoder.decode(ind.message)
     except (E2smError, ValueError, KeyError, TypeError) as e:
         raise RcInputError("undecodable", str(e)) from None
     entries = msg.ue_params or ()

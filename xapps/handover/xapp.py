@@ -25,9 +25,11 @@ from typing import Any
 
 from octoric.contracts import message_types as mt
 from octoric.contracts.ho_event import HoEvent
+from octoric.contracts.latency_trace import LatencyTrace
 from octoric.e2sm import kpm, rc
 from octoric.e2sm.envelope import decode_ric_indication
 from octoric.e2sm.errors import E2smDecodeError, E2smError
+from octoric.e2sm.rc_fast import RcIndicationDecoder
 from octoric.xapps.base.config import controls_of, typed_controls
 from octoric.xapps.base.discovery import E2Node
 from octoric.xapps.base.http import Request, Response
@@ -70,6 +72,9 @@ class HandoverXapp:
         self.detector = Detector(clock)
         self.counters: Counter[str] = Counter()
         self.rejected: Counter[str] = Counter()  # indications by reason
+        self.rc_decoder = RcIndicationDecoder()
+        self._trace_in = LatencyTrace("handover_in")
+        self._trace = LatencyTrace("handover_out")  # benchmarks only (OCTORIC_LATENCY_TRACE)
         self.events: Counter[str] = Counter()  # published or not, by kind
         self.by_path: Counter[str] = Counter()  # handovers (starts) by detection path
         self.last_errors: deque[dict[str, Any]] = deque(maxlen=20)
@@ -129,7 +134,7 @@ class HandoverXapp:
         ).start()
         threading.Thread(target=self._resender, name="resend", daemon=True).start()
         threading.Thread(target=self._persister, name="persist", daemon=True).start()
-        self.shell.start_rmr({mt.RIC_INDICATION: self.on_indication})
+        self.shell.start_rmr({mt.RIC_INDICATION: self.on_indication}, inline=(mt.RIC_INDICATION,))
         log.info("handover xApp up: RMR %d, HTTP %d", self.shell.rmr_port, self.shell.http_port)
 
     def stop(self) -> None:
@@ -161,10 +166,11 @@ class HandoverXapp:
 
     def persist(self) -> None:
         """Write the tracks changed since the last call (and delete forgotten ones)."""
-        with self._lock:
-            changed, gone = self.detector.take_changes()
-        if not changed and not gone:
+        with self._lock:  # held for copies only: the dispatch thread waits on this lock
+            tracks, gone = self.detector.take_changes()
+        if not tracks and not gone:
             return
+        changed = [asdict(t) for t in tracks]
         try:
             if changed:
                 self.shell.sdl.set_many_json({f"{UE}{d['ue']}.{d['guami']}": d for d in changed})
@@ -216,6 +222,8 @@ class HandoverXapp:
 
     def on_indication(self, msg: RmrMessage) -> None:
         t_in = time.perf_counter()
+        if self._trace_in.enabled:
+            self._trace_in.mark(msg.payload)
         self.counters["indications"] += 1
         try:
             ind = decode_ric_indication(msg.payload)  # the envelope read directly: ~10 us
@@ -228,7 +236,7 @@ class HandoverXapp:
             return
         try:
             if ind.ran_function_id == rc.RAN_FUNCTION_ID:
-                infos = rc_input.ue_infos(ind, msg.meid)
+                infos = rc_input.ue_infos(ind, msg.meid, self.rc_decoder)
                 with self._lock:
                     events = self.detector.on_report(infos)
             elif ind.ran_function_id == kpm.RAN_FUNCTION_ID:
@@ -245,8 +253,18 @@ class HandoverXapp:
             if time.monotonic() - self._last_expire >= EXPIRE_EVERY_S:
                 self._last_expire = time.monotonic()
                 self.detector.expire()
+        sent = True
+        bodies = []
         for ev in events:
-            self.publish(ev, msg.meid)
+            body, ok = self._publish_rmr(ev, msg.meid)
+            bodies.append(body)
+            sent = ok and sent
+        if events and sent and self._trace.enabled:
+            self._trace.mark(msg.payload)
+        # webhooks and the stream after every RMR send: a pipe write to the webhook worker
+        # (~100 us) would otherwise sit in RMR subscribers' detection latency
+        for body in bodies:
+            self.notify.offer(body)
         if events:
             self.latency.observe(time.perf_counter() - t_in)
             self.by_path.update(ev.path or "rc" for ev in events if ev.is_start)
@@ -270,19 +288,24 @@ class HandoverXapp:
         """One 30501, after any still unsent (order kept). One that finds no route or peer is
         counted and tried again for ``event_retry_s`` (receivers join a few seconds after the
         xApp starts), then dropped; never raised. True if it (and all before it) went out."""
+        body, sent = self._publish_rmr(ev, meid)
+        self.notify.offer(body)
+        return sent
+
+    def _publish_rmr(self, ev: HoEvent, meid: str) -> tuple[dict[str, Any], bool]:
+        """The RMR half of ``publish``: the event's JSON body and whether it went out."""
         body = ev.to_json()
         with self._lock:
             self.recent.append(body)
         self.events[ev.event] += 1
-        self.notify.offer(body)  # webhooks and the stream: queued, never blocking
         if not self.cfg.publish_events:
-            return False
+            return body, False
         payload = json.dumps(body, separators=(",", ":")).encode()
         with self._send_lock:
             if len(self._unsent) == self._unsent.maxlen:
                 self.counters["events_dropped"] += 1
             self._unsent.append((time.monotonic(), payload, meid))
-            return self._send_unsent()
+            return body, self._send_unsent()
 
     def _send_unsent(self) -> bool:
         """Send the queue in order (caller holds ``_send_lock``); True once it is empty."""
@@ -292,7 +315,7 @@ class HandoverXapp:
                 self._unsent.popleft()
                 self.counters["events_dropped"] += 1
                 continue
-            if not self.shell.send(mt.OCTORIC_HO_EVENT, payload, meid=meid, retries=2):
+            if not self.shell.send(mt.OCTORIC_HO_EVENT, payload, meid=meid, retries=2, xact=False):
                 self.counters["events_unsent"] += 1  # send attempts that failed
                 return False
             self._unsent.popleft()
@@ -330,6 +353,7 @@ class HandoverXapp:
             "events_waiting": len(self._unsent),
             "recent_events": recent,
             "rejected_indications": dict(self.rejected),
+            "rc_decode": {"fast": self.rc_decoder.fast, "generic": self.rc_decoder.fallbacks},
             "rest_errors": dict(self.shell.http.counters.errors),
             "rmr": dict(self.shell.rmr_counters),
             "overloaded": self.shell.overloaded(),

@@ -150,3 +150,21 @@ def test_the_receive_queue_is_bounded_and_sheds_visibly() -> None:
     assert q.qsize() == 2 and freed == ["sbuf2", "sbuf3", "sbuf4"]
     assert counters["shed_queue_full"] == 3 and q.overloaded()
     assert q.get()[0] == {"i": 0}  # what was queued is kept, in order
+
+
+@pytest.mark.unit
+def test_inline_message_types_skip_the_queue() -> None:
+    """Latency-critical types run in the receive thread (``start_rmr(inline=...)``); the
+    others still queue for the dispatch thread, bounded as before."""
+    from collections import Counter
+
+    from octoric.xapps.base.shell import SheddingQueue
+
+    ran: list[tuple[dict[str, int], str]] = []
+    q = SheddingQueue(4, lambda sbuf: None, Counter())
+    q.type_key = "mtype"
+    q.inline[12050] = lambda summary, sbuf: ran.append((summary, sbuf))
+    q.put(({"mtype": 12050}, "a"))
+    q.put(({"mtype": 12011}, "b"))
+    assert ran == [({"mtype": 12050}, "a")]
+    assert q.qsize() == 1 and q.get() == ({"mtype": 12011}, "b")

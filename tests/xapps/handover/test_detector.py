@@ -5,6 +5,7 @@ E2SM-RC indications (as octoric's simulated gNB encodes them) into its entries."
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import jsonschema
 import pytest
@@ -15,6 +16,7 @@ from octoric.contracts.schemas import load as load_schema
 from octoric.e2sm import e2ap, rc
 from octoric.e2sm.common import Guami, UeId
 from octoric.e2sm.e2ap_ies import RicRequestId
+from octoric.e2sm.rc_fast import RcIndicationDecoder
 from octoric.xapps.handover import rc_input
 from octoric.xapps.handover.detector import Detector, UeInfo, UeSighting, cell_name
 
@@ -134,16 +136,18 @@ def test_rc_glue_decodes_the_simulators_reports() -> None:
     ]
     ind = e2ap.decode_e2ap(_rc_pdu(UeId.gnb(101, guami, 5), params))
     assert isinstance(ind, e2ap.RicIndication)
-    (e,) = rc_input.ue_infos(ind, "gnb_a")
+    dec = RcIndicationDecoder()
+    (e,) = rc_input.ue_infos(ind, "gnb_a", dec)
     assert e == UeInfo(101, G, "gnb_a", C, 1, A)
+    assert (dec.fast, dec.fallbacks) == (1, 0)
     du = e2ap.decode_e2ap(_rc_pdu(UeId("gNB-DU-UEID", f1ap_ids=(3,)), params))
     assert isinstance(du, e2ap.RicIndication)
-    assert rc_input.ue_infos(du, "gnb_a")[0].ue is None
+    assert rc_input.ue_infos(du, "gnb_a", dec)[0].ue is None
     format1 = rc.encode_rc(rc.RcIndicationMessage(params=tuple(params)))  # not per UE
     for message, reason in ((b"\xff\xff", "undecodable"), (format1, "not_ue_level")):
         bad = e2ap.RicIndication(RicRequestId(1, 2), 3, 1, b"\x00", message, sn=1)
         with pytest.raises(rc_input.RcInputError) as err:
-            rc_input.ue_infos(bad, "gnb_a")
+            rc_input.ue_infos(bad, "gnb_a", dec)
         assert err.value.reason == reason
 
 
@@ -226,7 +230,8 @@ def test_tracks_persist_and_restore() -> None:
     d = Detector(clock, forget_ms=1000)
     d.on_report([info(1, "gnb_a", C, 1, A)])  # UE 1 in a handover
     d.on_sighting([sight(2, "gnb_b", 100, 200)])  # UE 2 seen on the kpm path
-    changed, gone = d.take_changes()
+    tracks, gone = d.take_changes()
+    changed = [asdict(t) for t in tracks]
     assert sorted(t["ue"] for t in changed) == [1, 2] and gone == []
     assert d.take_changes() == ([], [])  # nothing new since
     d2 = Detector(clock)

@@ -36,7 +36,9 @@ def test_events_without_a_route_are_sent_later_in_order(
     out: list[tuple[int, str]] = []
     route = {"up": False}
 
-    def send(mtype: int, payload: bytes, meid: str | None = None, retries: int = 3) -> bool:
+    def send(
+        mtype: int, payload: bytes, meid: str | None = None, retries: int = 3, xact: bool = True
+    ) -> bool:
         if not route["up"]:
             return False
         ev = parse_ho_event(payload)

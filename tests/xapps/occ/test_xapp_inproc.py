@@ -54,7 +54,9 @@ def test_kpm_then_rc_handover(
     xapp: OccXapp, ho: HandoverXapp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the handover xApp's 30501 go straight to OCC's handler (RMR in between in the e2e test)
-    def send(mtype: int, payload: bytes, meid: str | None = None, retries: int = 3) -> bool:
+    def send(
+        mtype: int, payload: bytes, meid: str | None = None, retries: int = 3, xact: bool = True
+    ) -> bool:
         assert mtype == 30501
         xapp.on_ho_event(RmrMessage(mtype, -1, meid or "", payload))
         return True
