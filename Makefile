@@ -33,11 +33,19 @@ $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
 	$(PY) -m pip install -q pip==26.3 setuptools==84.2.1 wheel==0.48.0
 	$(PY) -m pip install -q -r requirements.lock
-	$(PY) -m pip install -q --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
+	@# lenient: the mode setuptools supports (compat is deprecated); -qq: its advisory box is noise
+	$(PY) -m pip install -qq --no-deps --no-build-isolation -e . --config-settings editable_mode=lenient
 	@# a plain `import ricxappframe` in this venv finds our librmr_si.so (docs/rmr.md)
 	@$(PY) -c 'import site; open(site.getsitepackages()[0] + "/octoric_rmr_preload.pth", "w").write("import os; os.environ.get(\"OCTORIC_RMR_NO_PRELOAD\") == \"1\" or __import__(\"octoric.rmr\")\n")'
 	@command -v redis-server >/dev/null || $(MAKE) --no-print-directory redis
 	@touch $(STAMP)
+
+# the dashboard test's browser: Debian's Chromium (Playwright drives it; no browser download)
+.PHONY: browser
+browser:
+	@command -v chromium >/dev/null || { echo "installing chromium from Debian (needs root)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
 .PHONY: redis
 redis:
@@ -62,10 +70,10 @@ doctor: setup
 	$(VENV)/bin/octoric doctor
 
 # --- tests ------------------------------------------------------------------------------
-test: setup
+test: setup browser
 	$(PY) -m octoric.testrun $(PYTEST_ARGS)
 
-test-all: setup
+test-all: setup browser
 	@command -v valgrind >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; }
 	$(PY) -m octoric.testrun --all $(PYTEST_ARGS)
 

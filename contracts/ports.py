@@ -23,6 +23,7 @@ APPMGR_REST = 8080
 RTMGR_REST = 3800
 RTMGR_RMR = 3801
 REDIS = 6379
+DASHBOARD = 8099  # octoric run's live web dashboard (read-only)
 
 # xApps on the embedded RIC: (RMR data port, HTTP port)
 OCC_RMR, OCC_HTTP = 4560, 8090

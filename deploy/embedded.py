@@ -1,8 +1,9 @@
 """``octoric run``: the embedded deployment on one machine, composed.
 
-Redis (``octoric.runner``), then the RIC, the live simulated gNBs and the enabled xApps, in
-that start order. The xApps' ports are chosen first so the simulator registers its OCC-fed
-flows with the OCC xApp of this run, wherever it listens.
+Redis (``octoric.runner``), the live web dashboard (``deploy.dashboard``), then the RIC, the
+live simulated gNBs and the enabled xApps, in that start order. The xApps' ports are chosen
+first so the simulator registers its OCC-fed flows with the OCC xApp of this run, wherever it
+listens.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 from octoric import runner
 from octoric.config import RunConfig
 from octoric.contracts import auth
+from octoric.deploy.dashboard import DashboardComponent
 from octoric.deploy.sim_component import SimComponent
 from octoric.deploy.xapps_component import components as xapp_components
 from octoric.ric.launcher import RicComponent
@@ -22,7 +24,12 @@ def build_components(ctx: RunContext) -> list[Component]:
     xapps = xapp_components(ctx)
     occ = next((x for x in xapps if x.spec.name == "occ"), None)
     occ_url = None if occ is None else f"http://127.0.0.1:{occ.http_port}/occ/v1/flows"
-    return [RicComponent(), SimComponent(ctx, occ_url), *xapps]
+    parts: list[Component] = [RicComponent(), SimComponent(ctx, occ_url), *xapps]
+    if not ctx.config.dashboard.enabled:
+        return parts
+    # first, so its address is printed before the rest starts
+    board = DashboardComponent(parts, {x.spec.name: x.status_url for x in xapps})
+    return [board, *parts]
 
 
 def run(cfg: RunConfig, live: bool = True) -> int:

@@ -79,7 +79,13 @@ def main() -> int:
         print(json.dumps(descriptor(args.rmr_port), indent=2))
         return 0
     if args.embedded and "CONFIG_FILE" not in os.environ:
-        env = embedded_env(args.rmr_port, args.http_port)
+        from octoric.errors import OctoricError
+
+        try:
+            env = embedded_env(args.rmr_port, args.http_port)
+        except OctoricError as e:  # no RIC here: one line, not a traceback
+            print(f"{NAME}: {e}", file=sys.stderr)
+            return 2
         argv = [sys.executable, __file__, *[a for a in sys.argv[1:] if a != "--embedded"]]
         os.execve(sys.executable, argv, env)
 
@@ -119,7 +125,13 @@ def main() -> int:
             break
         time.sleep(0.05)
     sys.stdout.flush()
-    os._exit(0 if seen["n"] else 1)  # RMRXapp.stop() takes ~15 s; nothing left to clean up
+    # leave the platform's routes as we found them: appmgr drops the xApp and the route manager
+    # its 30500 route (RMRXapp.stop() would too, after a 10 s wait)
+    try:
+        xapp.deregister()
+    except Exception as e:  # the RIC went first: nothing to deregister from
+        print(f"# {NAME}: deregistration failed: {e}", file=sys.stderr, flush=True)
+    os._exit(0 if seen["n"] else 1)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,15 @@ class LogConfig:
 
 
 @dataclass
+class DashboardConfig:
+    """The live web dashboard of ``octoric run`` (read-only; loopback unless opened)."""
+
+    enabled: bool = True
+    host: str = ports.LOOPBACK
+    port: int = ports.DASHBOARD  # 0: a free port (printed at start)
+
+
+@dataclass
 class RicConfig:
     """Embedded RIC ports (loopback), as in ARCHITECTURE.md."""
 
@@ -86,6 +95,7 @@ class RunConfig:
     ric: RicConfig = field(default_factory=RicConfig)
     sim: SimConfig = field(default_factory=SimConfig)
     xapps: XappsConfig = field(default_factory=XappsConfig)
+    dashboard: DashboardConfig = field(default_factory=DashboardConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -149,6 +149,10 @@ class LiveResult:
 class LiveSim:
     def __init__(self, scenario: Scenario, seed: int, opts: LiveOptions) -> None:
         self.sc, self.seed, self.opts = scenario, seed, opts
+        # output folders exist before the first write (a fresh clone has no build/sim/)
+        for out in (opts.status_path, opts.handover_log, opts.series_path):
+            if out is not None:
+                out.parent.mkdir(parents=True, exist_ok=True)
         self.udp_abw = UdpAbw() if opts.feedback_port is not None else None
         self.engine = Engine(scenario, seed, None, self.udp_abw)
         self.t0_unix = time.time()
@@ -179,6 +183,7 @@ class LiveSim:
         self.register_errors = 0
         # per UE at the previous status: (simulated s, capacity bytes, delivered bytes)
         self._rate_mark: tuple[float, list[float], list[float]] | None = None
+        self._frames_seen: dict[int, int] = {}  # flow -> frame latencies already reported
 
     def slot_to_unix(self, slot: int) -> float:
         return self.t0_unix + slot * self.engine.slot_us / 1e6
@@ -313,10 +318,40 @@ class LiveSim:
             })  # fmt: skip
         return out
 
+    def flow_rates(self) -> list[dict[str, Any]]:
+        """Per video flow since the previous call: the sender's target rate now, the frames
+        decoded and their latency (p50/p99 ms), and the packets dropped at the gNB so far
+        (``dropped``: by Octopus's dropper; ``tail_dropped``: a full RLC queue)."""
+        eng = self.engine
+        now_us = eng.slot * eng.slot_us
+        out = []
+        for f in eng.flows:
+            if f.receiver is None:
+                continue
+            lat = f.receiver.frame_latency_ms
+            seen = self._frames_seen.get(f.idx, 0)
+            new = sorted(lat[seen:])
+            self._frames_seen[f.idx] = len(lat)
+            target = f.ctrl.target_bps(now_us) if f.ctrl is not None else None
+            out.append({
+                "flow": f.idx,
+                "ue": eng.ues[f.ue].amf_ue_ngap_id,
+                "scheme": f.spec.scheme,
+                "target_kbps": None if target is None else round(target / 1e3, 1),
+                "frames": len(new),
+                "frame_p50_ms": round(new[len(new) // 2], 2) if new else None,
+                "frame_p99_ms": round(new[min(len(new) - 1, int(len(new) * 0.99))], 2)
+                if new else None,
+                "dropped_pkts": f.dropped_pkts,
+                "tail_dropped_pkts": f.tail_dropped_pkts,
+            })  # fmt: skip
+        return out
+
     def status(self) -> dict[str, Any]:
         eng = self.engine
         return {
             "ue_rates": self.ue_rates(),
+            "flow_rates": self.flow_rates(),
             "pid": os.getpid(),
             "updated_unix": round(time.time(), 3),
             "sim_seconds": round(eng.slot * eng.slot_us / 1e6, 3),
@@ -339,7 +374,8 @@ class LiveSim:
             tmp.write_text(json.dumps(st, indent=1))
             tmp.replace(p)  # atomic: a reader never sees half a file
         if self.opts.series_path is not None:  # the report's time series (deploy.report)
-            row = {k: st[k] for k in ("sim_seconds", "updated_unix", "ue_rates", "handovers")}
+            keys = ("sim_seconds", "updated_unix", "ue_rates", "flow_rates", "handovers")
+            row = {k: st[k] for k in keys}
             with self.opts.series_path.open("a", encoding="utf-8") as f:
                 f.write(json.dumps(row, separators=(",", ":")) + "\n")
 

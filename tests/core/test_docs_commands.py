@@ -75,3 +75,18 @@ def test_documented_commands_exist_and_answer_help() -> None:
         r = subprocess.run([sys.executable, "-m", "octoric.cli", *path, "--help"],
                            capture_output=True, text=True, timeout=60)  # fmt: skip
         assert r.returncode == 0 and "usage:" in r.stdout, (path, r.stderr[-500:])
+
+
+def test_readme_keeps_the_status_the_data_and_the_stock_gnb_notes() -> None:
+    """issue #16: a newcomer learns from README what works and what is planned, where the
+    ../shared data comes from (and that `make eval` needs it), and what OCC does with a
+    stock gNB; each section failing here means it went missing."""
+    text = (REPO / "README.md").read_text()
+    status = text.split("## Status", 1)[1].split("\n## ", 1)[0]
+    rows = [ln for ln in status.splitlines() if ln.startswith("| ") and "---" not in ln][1:]
+    for part in ("RIC", "simulator", "OCC xApp", "handover xApp", "octopus", "Helm"):
+        assert any(part in r for r in rows), f"README status table has no row for {part}"
+    assert all(("works" in r or "planned" in r) for r in rows), rows
+    shared = text.split("## Data from ../shared", 1)[1].split("\n## ", 1)[0]
+    assert "make eval" in shared and "github.com/ravinet/mahimahi" in shared
+    assert "**OCC and a stock gNB.**" in text and "unsupported_nodes" in text

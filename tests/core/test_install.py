@@ -74,6 +74,9 @@ def test_production_install_imports_every_module(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=900, env=build_env,
     )  # fmt: skip
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    # the license travels with the package (PEP 639 license-files)
+    licenses = list(venv.glob("lib/python3.11/site-packages/octoric-*.dist-info/licenses/LICENSE"))
+    assert licenses and "Apache License" in licenses[0].read_text(), licenses
     env = {k: v for k, v in os.environ.items() if not k.startswith("OCTORIC_")}
     env["PYTHONPATH"] = ""
     r = subprocess.run(
@@ -99,3 +102,25 @@ def test_production_install_imports_every_module(tmp_path: Path) -> None:
     checks = {c["name"]: c for c in __import__("json").loads(r.stdout)}
     assert checks["librmr"]["status"] == "ok", checks["librmr"]
     assert str(venv) in checks["librmr"]["detail"], checks["librmr"]
+
+
+def test_first_setup_editable_install_is_quiet(tmp_path: Path) -> None:
+    """issue #16: `make setup` printed setuptools' warning box on first use. Its editable
+    install, run as the Makefile runs it (same pins, same flags) in a fresh venv, prints
+    nothing, and the install imports from anywhere."""
+    make = (REPO / "Makefile").read_text()
+    pins = next(ln for ln in make.splitlines() if "setuptools==" in ln).split("install", 1)[1]
+    editable = next(ln for ln in make.splitlines() if " -e . " in ln).strip()
+    src, venv = tmp_path / "src", tmp_path / "venv"
+    _tracked_copy(src)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = str(venv / "bin" / "python")
+    subprocess.run([py, "-m", "pip", "install", *pins.split()], check=True, capture_output=True)
+    argv = editable.replace("$(PY)", py).split()
+    r = subprocess.run(argv, cwd=src, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip() == "" and r.stderr.strip() == "", r.stdout + r.stderr
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run([py, "-c", "import octoric; print(octoric.__file__)"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
+    assert r.returncode == 0 and r.stdout.strip() == str(src / "octoric" / "__init__.py"), r

@@ -108,3 +108,17 @@ def test_full_yaml_scenario_runs(tmp_path: Path) -> None:
     )
     out = tmp_path / "o.json"
     assert main(["sim", "run", "--scenario", str(p), "--json", str(out), "--quiet"]) == 0
+
+
+def test_live_outputs_in_missing_folders_are_created(tmp_path: Path) -> None:
+    """issue #16: docs/sim.md's live command writes build/sim/status.json; on a fresh clone
+    build/sim/ does not exist, and every status write failed (a warning each second)."""
+    from octoric.sim.live import LiveOptions, LiveSim
+
+    out = tmp_path / "build" / "sim"
+    opts = LiveOptions(ric_host="127.0.0.1", ric_port=9, status_path=out / "status.json",
+                       series_path=out / "series.jsonl",
+                       handover_log=out / "handovers.jsonl")  # fmt: skip
+    sim = LiveSim(load("multi-ue"), 1, opts)
+    sim.write_status()
+    assert (out / "status.json").is_file() and (out / "series.jsonl").is_file()

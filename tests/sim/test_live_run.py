@@ -7,7 +7,9 @@ import json
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from testkit.listeners import Listener, tcp_listeners
@@ -29,8 +31,31 @@ def _listeners_once_up(pid: int, run_root: Path) -> list[Listener]:
     return tcp_listeners(pid)
 
 
+def _dashboard_state(port: int, deadline_s: float) -> dict[str, Any]:
+    """The dashboard's /api/state once the simulator's series shows decoded frames and every
+    xApp's status page answered it."""
+    deadline = time.monotonic() + deadline_s
+    state: dict[str, Any] = {}
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    while time.monotonic() < deadline:
+        try:
+            with opener.open(f"http://127.0.0.1:{port}/api/state", timeout=5) as r:
+                state = json.loads(r.read())
+        except OSError:
+            time.sleep(0.5)
+            continue
+        rows = state["series"]["rows"]
+        frames = any(f["frames"] > 0 for row in rows for f in row.get("flow_rates") or [])
+        xapps = state["xapps"]
+        if frames and xapps and all(x["ok"] for x in xapps.values()):
+            break
+        time.sleep(0.5)
+    return state
+
+
 def test_octoric_run_with_live_sim(tmp_path: Path) -> None:
-    sets = [f"report_dir={tmp_path}", f"redis.port={free_port()}"]
+    dash = free_port()
+    sets = [f"report_dir={tmp_path}", f"redis.port={free_port()}", f"dashboard.port={dash}"]
     sets += [f"ric.{name}={port}" for name, port in distinct_pairs(RIC_PORTS).items()]
     argv = [sys.executable, "-m", "octoric.cli", "run", "--duration", "15", "--no-live"]
     for s in sets:
@@ -39,11 +64,19 @@ def test_octoric_run_with_live_sim(tmp_path: Path) -> None:
     # issue #17: while it runs, every TCP listener of the run (RIC, Redis, xApps: E2, RMR data
     # and route ports, REST) is on loopback
     listeners = _listeners_once_up(proc.pid, tmp_path)
+    # issue #16: the live dashboard serves the real simulator's series and the run's health
+    state = _dashboard_state(dash, 20)
     out, err = proc.communicate(timeout=120)
     p = subprocess.CompletedProcess(argv, proc.returncode, out, err)
     assert p.returncode == 0, p.stderr[-3000:]
     assert len(listeners) >= 10, listeners  # RIC, Redis, OCC: the run was really up
     assert [x for x in listeners if not x.loopback] == [], listeners
+    assert any(x.port == dash for x in listeners), listeners
+    rows = state["series"]["rows"]
+    assert rows and len(rows[-1]["ue_rates"]) == 8 and len(rows[-1]["flow_rates"]) == 8, state
+    names = {c["name"] for c in state["components"]}
+    assert names >= {"ric", "sim", "xapp-occ", "xapp-handover"}, names
+    assert state["ric"]["nodes"] and state["xapps"]["occ"]["ok"], state["xapps"]
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("[octoric")]
     assert any("ric 1 nodes" in ln and "E2 1/1 up" in ln and "8 UEs" in ln for ln in lines), lines
     report = json.loads((tmp_path / "latest.json").read_text())
@@ -63,3 +96,11 @@ def test_octoric_run_with_live_sim(tmp_path: Path) -> None:
     assert any("ABW/cap Mbit/s 1000 " in ln for ln in lines), lines
     assert sim["occ_flows"] == 8 and len(sim["occ_p99_frame_latency_ms"]) == 8
     assert "OCC-fed flows, p99 frame latency (ms): ue1000 " in p.stdout, p.stdout[-2000:]
+    # issue #16: a clean run logs no traceback and none of the noise it once did
+    (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    logs = {f.name: f.read_text(errors="replace") for f in run_dir.glob("*.log")}
+    assert {"ric-e2term.log", "xapp-occ.log", "xapp-handover.log"} <= set(logs), sorted(logs)
+    noise = ("Traceback", "early resume failed", "E2 node lost", "SetuptoolsDeprecationWarning")
+    found = {n: [k for k, text in logs.items() if n in text] for n in noise}
+    assert not any(found.values()), found
+    assert "Traceback" not in p.stderr and "WARNING" not in p.stdout, p.stdout[-3000:]

@@ -86,6 +86,7 @@ class OccXapp:
             self.shell, self._wants, submgr, self.counters, sdl_prefix=persist.SUB
         )
         self.rejected: Counter[str] = Counter()  # indications by reason
+        self.unsupported: dict[str, tuple[str, ...]] = {}  # meid -> measurements it lacks
         self.dropped_rows: Counter[str] = Counter()  # UE rows by reason
         self.ho_errors: Counter[str] = Counter()
         self.last_errors: deque[dict[str, Any]] = deque(maxlen=20)
@@ -398,6 +399,21 @@ class OccXapp:
         if not node.has_function(kpm.OID, kpm.RAN_FUNCTION_ID):
             return []
         offered = node.kpm_measurements(self.cfg.report_style)
+        # A node that lists its measurements and lacks some OCC needs (a stock srsRAN gNB has
+        # no OCC.* vendor measurements) cannot serve the subscription: say so once and leave
+        # it, rather than a subscription that fails and is asked again forever (README, "OCC
+        # and a stock gNB"). A node that lists none is asked, as before.
+        missing = tuple(m for m in self.cfg.measurements if offered and m not in offered)
+        if missing:
+            if self.unsupported.get(node.meid) != missing:
+                log.warning(
+                    "node %s does not offer %s in KPM report style %d: OCC cannot estimate "
+                    "its UEs' bandwidth and does not subscribe to it",
+                    node.meid, ", ".join(missing), self.cfg.report_style,
+                )  # fmt: skip
+            self.unsupported[node.meid] = missing
+            return []
+        self.unsupported.pop(node.meid, None)
         return [self.kpm_wanted(self.kpm_measurements(offered))]
 
     # --- REST -----------------------------------------------------------------------------
@@ -467,6 +483,7 @@ class OccXapp:
             "uptime_s": round(time.time() - self.started_at, 3),
             "ues": [r.to_json() for r in self.ue_records()],
             "subscriptions": subs,
+            "unsupported_nodes": {m: list(v) for m, v in self.unsupported.items()},
             "flows": len(self.feedback.flows),
             "restored": self.restored,
             "counters": dict(self.counters),

@@ -202,3 +202,24 @@ def test_a_node_that_offers_other_measurements_is_resubscribed(
     assert xapp.subs[key].subscription_id != first.subscription_id
     xapp.node_subs.discover_once()
     assert xapp.counters["resubscriptions_offer_changed"] == 1
+
+
+def test_a_node_without_the_occ_measurements_is_named_once_not_subscribed(
+    xapp: OccXapp, caplog: pytest.LogCaptureFixture
+) -> None:
+    """issue #16: a stock srsRAN gNB offers standard measurements only (as its KPM RAN
+    function definition says); OCC says so once and asks it nothing, instead of a
+    subscription that fails and is asked again forever."""
+    standard = ("DRB.UEThpDl", "RRU.PrbUsedDl", "RRU.PrbAvailDl", "CQI")
+    stock_def = kpm.encode_kpm(kpm.octoric_ran_function_definition(standard))
+    node = _node("gnb_srsran", [(kpm.RAN_FUNCTION_ID, kpm.OID, stock_def)])
+    with caplog.at_level(logging.WARNING, logger="xapps.occ"):
+        for _ in range(5):  # discovery asks every round
+            assert xapp._wants(node) == []
+    said = [r.getMessage() for r in caplog.records if "gnb_srsran" in r.getMessage()]
+    assert len(said) == 1 and "OCC.McsDl" in said[0] and "does not subscribe" in said[0]
+    assert "OCC.McsDl" in xapp.status()["unsupported_nodes"]["gnb_srsran"]
+    # a node with them is subscribed; one that lists nothing is asked as before
+    _, agent = _sim_gnb()
+    assert [w.kind for w in xapp._wants(_agent_node(agent))] == ["kpm"]
+    assert len(xapp._wants(E2Node("gnb_x", True, ((kpm.RAN_FUNCTION_ID, kpm.OID),)))) == 1

@@ -179,6 +179,19 @@ def test_reports_reach_example_listener(env: Env) -> None:
     )
     sns = [r["sn"] for r in reports]
     assert sns == sorted(sns)
+    # issue #16: on exit it deregisters, so appmgr (and the 30500 route) no longer has it
+    code, listed = http("GET", f"http://127.0.0.1:{env.stack.rt.ric.appmgr_port}/ric/v1/xapps")
+    assert code == 200 and "abw-listener" not in {x["name"] for x in listed}, listed
+
+
+def test_example_listener_without_a_ric_says_so(tmp_path: Path) -> None:
+    """issue #16: with no RIC running it is one line naming the cause, not a traceback."""
+    xenv = {**os.environ, "OCTORIC_STATE_DIR": str(tmp_path)}
+    xenv.pop("CONFIG_FILE", None)
+    out = subprocess.run([sys.executable, str(REPO / "examples/abw_listener.py"), "--embedded"],
+                         env=xenv, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 2
+    assert "no embedded RIC is running here" in out.stderr and "Traceback" not in out.stderr
 
 
 def _flow_listeners(env: Env) -> tuple[FeedbackListener, FeedbackListener]:
