@@ -22,6 +22,7 @@ from octoric.e2sm.fastpath import decode_ric_indication
 from octoric.e2sm.indication import parse_indication
 from octoric.xapps.base.errors import XappError
 from octoric.xapps.occ import metrics as M
+from octoric.xapps.occ.degraded import ESTIMATED, STANDARD, DegradedInputs
 from octoric.xapps.occ.records import guami_str
 
 FloatArray = npt.NDArray[np.float64]
@@ -43,6 +44,7 @@ class EngineInput:
     metrics: dict[str, FloatArray]
     n_granules: int
     dropped: dict[str, int] = field(default_factory=dict)  # reason -> rows dropped
+    degraded: bool = False  # vendor inputs estimated from standard measurements (degraded.py)
 
 
 def decode_indication(pdu: bytes) -> RicIndication:
@@ -55,7 +57,12 @@ def decode_indication(pdu: bytes) -> RicIndication:
         raise IndicationError("undecodable", f"{type(e).__name__}: {e}") from None
 
 
-def engine_input(pdu: bytes | RicIndication, granularity_ms: int = 1) -> EngineInput:
+def engine_input(
+    pdu: bytes | RicIndication, granularity_ms: int = 1, degraded: DegradedInputs | None = None
+) -> EngineInput:
+    """``degraded``: when the indication has none of OCC's vendor measurements but has the
+    standard ones, estimate the former (OCC's degraded mode, ``degraded.py``) instead of
+    rejecting it."""
     ind = pdu if isinstance(pdu, RicIndication) else decode_indication(pdu)
     if ind.ran_function_id != kpm.RAN_FUNCTION_ID:
         raise IndicationError(
@@ -79,7 +86,15 @@ def engine_input(pdu: bytes | RicIndication, granularity_ms: int = 1) -> EngineI
     if n_g == 0:
         raise IndicationError("empty", "no granules")
     missing = [m for m in M.REQUIRED if m not in cols.metrics]
-    if missing:
+    # the degraded mode is for a node that reports none of OCC's vendor measurements; one that
+    # lost some of them is malformed, not a stock gNB
+    estimate = (
+        bool(missing)
+        and degraded is not None
+        and not any(m in cols.metrics for m in ESTIMATED)
+        and all(m in cols.metrics for m in STANDARD)
+    )
+    if missing and not estimate:
         raise IndicationError("missing_metric", f"missing measurements {missing}")
     keep = []
     ids = []
@@ -99,18 +114,23 @@ def engine_input(pdu: bytes | RicIndication, granularity_ms: int = 1) -> EngineI
         )
     rows = np.asarray(keep)
     metrics = {}
-    for name in (*M.REQUIRED, M.PRB_TOTAL):
+    for name in (*M.REQUIRED, M.PRB_TOTAL, *(STANDARD if estimate else ())):
         if name in cols.metrics:
             metrics[name] = np.ascontiguousarray(cols.values[rows, cols.metrics.index(name), :])
+    ue_ids = np.asarray(ids, dtype=np.int64)
+    if estimate:
+        assert degraded is not None
+        metrics = degraded.complete(ue_ids, metrics, granularity_ms)
     return EngineInput(
         ind.sn,
         ind.ran_function_id,
         round(cols.collect_start * 1000.0),
-        np.asarray(ids, dtype=np.int64),
+        ue_ids,
         guamis,
         metrics,
         n_g,
         dropped,
+        estimate,
     )
 
 
@@ -131,4 +151,5 @@ def without_rows(inp: EngineInput, bad_ue_ids: tuple[int, ...], reason: str) -> 
         {k: np.ascontiguousarray(v[keep]) for k, v in inp.metrics.items()},
         inp.n_granules,
         dropped,
+        inp.degraded,
     )

@@ -41,6 +41,7 @@ from octoric.xapps.base.shell import RmrMessage, XappShell
 from octoric.xapps.base.subscription import SubmgrClient, SubscriptionRequest
 from octoric.xapps.occ import messages, persist
 from octoric.xapps.occ.batch import AbwBatch
+from octoric.xapps.occ.degraded import STANDARD, DegradedInputs
 from octoric.xapps.occ.engine import OccEngine
 from octoric.xapps.occ.errors import OccInputError
 from octoric.xapps.occ.feedback import FeedbackSender, UeTarget
@@ -87,6 +88,8 @@ class OccXapp:
         )
         self.rejected: Counter[str] = Counter()  # indications by reason
         self.unsupported: dict[str, tuple[str, ...]] = {}  # meid -> measurements it lacks
+        self.degraded_nodes: dict[str, tuple[str, ...]] = {}  # the same, in degraded mode
+        self.degraded = DegradedInputs(self.engine.config.dl_slots_per_ms)
         self.dropped_rows: Counter[str] = Counter()  # UE rows by reason
         self.ho_errors: Counter[str] = Counter()
         self.last_errors: deque[dict[str, Any]] = deque(maxlen=20)
@@ -116,6 +119,7 @@ class OccXapp:
         if new_engine_cfg != self.engine.config:
             # different parameters: fresh estimates (checkpoints of the old config are ignored)
             self.engine = OccEngine(new_engine_cfg)
+            self.degraded = DegradedInputs(new_engine_cfg.dl_slots_per_ms)
             self.fp = persist.fingerprint(new_engine_cfg)
             self.counters["engine_resets"] += 1
         self.cfg = new
@@ -209,7 +213,11 @@ class OccXapp:
         t_start = time.perf_counter()
         self.counters["indications"] += 1
         try:
-            inp = engine_input(decode_indication(msg.payload), self.cfg.granularity_ms)
+            inp = engine_input(
+                decode_indication(msg.payload),
+                self.cfg.granularity_ms,
+                self.degraded if self.cfg.degraded_mode else None,
+            )
         except IndicationError as e:
             self._reject(e.reason, str(e), msg.meid)
             return
@@ -369,16 +377,15 @@ class OccXapp:
     def submgr(self, client: SubmgrClient) -> None:
         self.node_subs.submgr = client
 
-    def kpm_measurements(self, offered: tuple[str, ...] = ()) -> tuple[str, ...]:
-        """What to subscribe a node to: the configured measurements, plus the optional ones
-        (OCC.PrbTotalDl) the node offers (``offered``: the names its KPM RAN function
-        definition lists for our report style) and the configuration does not name."""
-        extra = tuple(
-            m
-            for m in kpm.OCC_OPTIONAL_MEASUREMENTS
-            if m in offered and m not in self.cfg.measurements
-        )
-        return self.cfg.measurements + extra
+    def kpm_measurements(
+        self, offered: tuple[str, ...] = (), base: tuple[str, ...] | None = None
+    ) -> tuple[str, ...]:
+        """What to subscribe a node to: the configured measurements (or ``base``), plus the
+        optional ones (OCC.PrbTotalDl) the node offers (``offered``: the names its KPM RAN
+        function definition lists for our report style) and those do not name."""
+        first = self.cfg.measurements if base is None else base
+        extra = tuple(m for m in kpm.OCC_OPTIONAL_MEASUREMENTS if m in offered and m not in first)
+        return first + extra
 
     def kpm_wanted(self, measurements: tuple[str, ...] | None = None) -> Wanted:
         """The KPM style-4 subscription with ``measurements`` (default: the configured ones)."""
@@ -400,21 +407,30 @@ class OccXapp:
             return []
         offered = node.kpm_measurements(self.cfg.report_style)
         # A node that lists its measurements and lacks some OCC needs (a stock srsRAN gNB has
-        # no OCC.* vendor measurements) cannot serve the subscription: say so once and leave
-        # it, rather than a subscription that fails and is asked again forever (README, "OCC
-        # and a stock gNB"). A node that lists none is asked, as before.
+        # no OCC.* vendor measurements) cannot serve OCC's subscription. With the standard
+        # ones it gets the degraded mode (degraded.py); without, it is left alone. Either is
+        # said once, instead of a subscription that fails and is asked again forever. A node
+        # that lists nothing is asked, as before.
         missing = tuple(m for m in self.cfg.measurements if offered and m not in offered)
-        if missing:
-            if self.unsupported.get(node.meid) != missing:
-                log.warning(
-                    "node %s does not offer %s in KPM report style %d: OCC cannot estimate "
-                    "its UEs' bandwidth and does not subscribe to it",
-                    node.meid, ", ".join(missing), self.cfg.report_style,
-                )  # fmt: skip
-            self.unsupported[node.meid] = missing
+        if not missing:
+            self.unsupported.pop(node.meid, None)
+            self.degraded_nodes.pop(node.meid, None)
+            return [self.kpm_wanted(self.kpm_measurements(offered))]
+        degraded = self.cfg.degraded_mode and all(m in offered for m in STANDARD)
+        seen = self.degraded_nodes if degraded else self.unsupported
+        if seen.get(node.meid) != missing:
+            if degraded:
+                what = ("OCC runs in its degraded mode for it: R_mcs, N_user and arrivals "
+                        "estimated from throughput and PRB usage")  # fmt: skip
+            else:
+                what = "OCC cannot estimate its UEs' bandwidth and does not subscribe to it"
+            log.warning("node %s does not offer %s in KPM report style %d: %s",
+                        node.meid, ", ".join(missing), self.cfg.report_style, what)  # fmt: skip
+        seen[node.meid] = missing
+        (self.unsupported if degraded else self.degraded_nodes).pop(node.meid, None)
+        if not degraded:
             return []
-        self.unsupported.pop(node.meid, None)
-        return [self.kpm_wanted(self.kpm_measurements(offered))]
+        return [self.kpm_wanted(self.kpm_measurements(offered, base=STANDARD))]
 
     # --- REST -----------------------------------------------------------------------------
     def _routes(self) -> None:
@@ -484,6 +500,7 @@ class OccXapp:
             "ues": [r.to_json() for r in self.ue_records()],
             "subscriptions": subs,
             "unsupported_nodes": {m: list(v) for m, v in self.unsupported.items()},
+            "degraded_nodes": {m: list(v) for m, v in self.degraded_nodes.items()},
             "flows": len(self.feedback.flows),
             "restored": self.restored,
             "counters": dict(self.counters),

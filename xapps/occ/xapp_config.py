@@ -28,6 +28,9 @@ class OccXappConfig:
     state_period_ms: int = 100  # UE records -> SDL
     checkpoint_period_ms: int = 1000  # engine state -> SDL
     publish_reports: bool = True  # OCTORIC_ABW_REPORT (30500)
+    # a node without OCC's vendor measurements but with the standard ones (a stock gNB):
+    # subscribe to those and estimate the rest (xapps/occ/degraded.py); False: leave it alone
+    degraded_mode: bool = True
     # an indication whose granules end further ahead of this xApp's clock is dropped (counted
     # clock_ahead): one forged far-future time stamp must not make every real one "too old"
     max_clock_ahead_ms: int = 5000
