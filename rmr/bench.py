@@ -4,6 +4,13 @@ The driver is ``rmr_bench`` (a bin of the rmr crate) so that the library, not Py
 is measured: one process receives, the other sends through ``rmr_send_msg`` with a static
 route table. Our library is always measured; O-RAN SC's RMR too when ``REAL_LIBRMR`` names
 its ``librmr_si.so`` (same run, same driver, same payloads), giving the our/real ratio.
+
+Like for like: both libraries run in RMR's low-latency mode (``rmr_set_low_latency`` on
+both contexts before any session: TCP_NODELAY; octoric's library has it on always). Real
+RMR keeps Nagle's algorithm on by default, which no latency-minded application leaves, so a
+default-mode comparison would measure Nagle, not the library. The fast-ack mode
+(``rmr_set_fack``, TCP_QUICKACK) and the two mixed pairs (ours -> real, real -> ours) are
+measured too.
 """
 
 from __future__ import annotations
@@ -62,8 +69,12 @@ def _wait_listening(port: int, proc: subprocess.Popen[str], timeout: float = 20.
     raise BenchDriverError(f"receiver not listening on {port}")
 
 
-def run_pair(lib: Path, count: int, size: int, rate: int) -> RunResult:
-    """One receiver and one sender process over loopback; returns the receiver's view."""
+def run_pair(
+    lib: Path, count: int, size: int, rate: int, mode: str = "low-latency",
+    tx_lib: Path | None = None,
+) -> RunResult:  # fmt: skip
+    """One receiver (``lib``) and one sender (``tx_lib``, default ``lib``) process over
+    loopback, both in RMR_BENCH_MODE ``mode``; returns the receiver's view."""
     if not DRIVER.is_file():
         raise BenchDriverError(f"{DRIVER} missing: run `make native`")
     rport, sport = _free_port(), _free_port()
@@ -72,8 +83,9 @@ def run_pair(lib: Path, count: int, size: int, rate: int) -> RunResult:
         seed.write_text(f"newrt|start\nrte|{MTYPE}|127.0.0.1:{rport}\nnewrt|end\n")
         env = dict(os.environ)
         env.update(
-            RMR_RTG_SVC="-1", RMR_BIND_IF="127.0.0.1", RMR_SEED_RT=str(seed), RMR_LOG_VLEVEL="0"
-        )
+            RMR_RTG_SVC="-1", RMR_BIND_IF="127.0.0.1", RMR_SEED_RT=str(seed), RMR_LOG_VLEVEL="0",
+            RMR_BENCH_MODE=mode,
+        )  # fmt: skip
         env.pop("RMR_SRC_ID", None)
         rx = subprocess.Popen(
             [str(DRIVER), "recv", str(lib), str(rport), str(count)],
@@ -85,12 +97,13 @@ def run_pair(lib: Path, count: int, size: int, rate: int) -> RunResult:
         try:
             _wait_listening(rport, rx)
             tx = subprocess.run(
-                [str(DRIVER), "send", str(lib), str(sport), str(count), str(size), str(rate)],
+                [str(DRIVER), "send", str(tx_lib or lib), str(sport), str(count), str(size),
+                 str(rate)],
                 env=env,
                 capture_output=True,
                 text=True,
                 timeout=300,
-            )
+            )  # fmt: skip
             if tx.returncode != 0:
                 raise BenchDriverError(f"sender failed: {tx.stderr[-500:]}")
             out, err = rx.communicate(timeout=120)
@@ -132,7 +145,7 @@ def run(quick: bool) -> list[BenchResult]:
     libs = _libs()
     repeats = 1 if quick else 3
     rows: list[BenchResult] = []
-    baseline_name = "O-RAN SC RMR 4.9 (REAL_LIBRMR)" if len(libs) > 1 else None
+    baseline_name = "O-RAN SC RMR 4.9 (REAL_LIBRMR), low-latency" if len(libs) > 1 else None
     no_base = "" if len(libs) > 1 else "no baseline: set REAL_LIBRMR to measure real RMR"
     for size in SIZES:
         n_tput = (
@@ -186,7 +199,38 @@ def run(quick: bool) -> list[BenchResult]:
                     note=no_base,
                 )
             )
+    if len(libs) > 1:
+        rows += _fast_ack_and_mixed(dict(libs), 3_000 if quick else 20_000, repeats)
     return rows
+
+
+def _fast_ack_and_mixed(libs: dict[str, Path], n_lat: int, repeats: int) -> list[BenchResult]:
+    """1 KB at LAT_RATE: both libraries in fast-ack mode, and each direction of a mixed pair
+    (ours sending to real RMR and back) in low-latency mode."""
+    size = 1024
+    out: list[BenchResult] = []
+    fack = {n: [run_pair(lib, n_lat, size, LAT_RATE, "fast-ack") for _ in range(repeats)]
+            for n, lib in libs.items()}  # fmt: skip
+    for attr, label in (("p50_us", "p50"), ("p99_us", "p99")):
+        out.append(BenchResult(
+            name=f"rmr one-way latency {label} @ {LAT_RATE} msg/s, 1 KB, fast-ack mode",
+            value=float(statistics.median(getattr(r, attr) for r in fack["ours"])), unit="us",
+            higher_is_better=False, baseline_name="O-RAN SC RMR 4.9 (REAL_LIBRMR), fast-ack",
+            baseline_value=float(statistics.median(getattr(r, attr) for r in fack["real"])),
+            samples=repeats,
+        ))  # fmt: skip
+    for rx, tx in (("real", "ours"), ("ours", "real")):
+        rs = [run_pair(libs[rx], n_lat, size, LAT_RATE, "low-latency", libs[tx])
+              for _ in range(repeats)]  # fmt: skip
+        lost = sum(r.sent - r.received for r in rs)
+        out.append(BenchResult(
+            name=f"rmr mixed pair {tx} -> {rx}: one-way latency p99 @ {LAT_RATE} msg/s, 1 KB",
+            value=float(statistics.median(r.p99_us for r in rs)), unit="us",
+            higher_is_better=False, samples=repeats,
+            note=f"p50 {statistics.median(r.p50_us for r in rs):.1f} us; {lost} lost "
+                 "(interop: each library's frames read by the other)",
+        ))  # fmt: skip
+    return out
 
 
 def _skip() -> str | None:

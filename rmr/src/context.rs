@@ -176,6 +176,7 @@ pub struct Ctx {
     out: Mutex<HashMap<String, OutSlot>>,
     whs: Mutex<Vec<Option<String>>>,
     retries: AtomicI32,
+    fast_ack: AtomicBool,
     next_id: AtomicU64,
     pub stats: Stats,
     stop: AtomicBool,
@@ -291,6 +292,7 @@ impl Ctx {
             out: Mutex::new(HashMap::new()),
             whs: Mutex::new(Vec::new()),
             retries: AtomicI32::new(1),
+            fast_ack: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
             stats: Stats::default(),
             stop: AtomicBool::new(false),
@@ -378,6 +380,9 @@ impl Ctx {
     /// Register a connection and start its reader thread.
     fn adopt(self: &Arc<Self>, stream: TcpStream, peer: String, kind: Kind) -> Option<Arc<Conn>> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if self.fast_ack.load(Ordering::Relaxed) {
+            transport::set_quickack(&stream);
+        }
         let conn = Arc::new(Conn::new(id, peer, kind, stream));
         let rd = conn.reader().ok()?;
         lock(&self.conns).insert(id, conn.clone());
@@ -578,6 +583,12 @@ impl Ctx {
 
     pub fn set_retries(&self, n: i32) {
         self.retries.store(n.max(0), Ordering::Relaxed);
+    }
+
+    /// ``rmr_set_fack``: TCP_QUICKACK on the connections opened or accepted from now on, as
+    /// RMR sets it when a session is established.
+    pub fn set_fast_ack(&self) {
+        self.fast_ack.store(true, Ordering::Relaxed);
     }
 
     fn retry_ms(&self) -> i32 {

@@ -113,6 +113,19 @@ pub unsafe extern "C" fn rmr_set_stimeout(vctx: *mut c_void, rloops: c_int) -> c
     }
 }
 
+/// RMR turns TCP_NODELAY on for later sessions (it is off unless asked); this library sets it
+/// on every connection from the start, so there is nothing left to turn on.
+#[no_mangle]
+pub unsafe extern "C" fn rmr_set_low_latency(_vctx: *mut c_void) {}
+
+/// TCP_QUICKACK on the connections established from now on (RMR's ``SI_TF_FASTACK``).
+#[no_mangle]
+pub unsafe extern "C" fn rmr_set_fack(vctx: *mut c_void) {
+    if let Some(c) = ctx_ref(vctx) {
+        c.set_fast_ack();
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn rmr_get_rcvfd(_vctx: *mut c_void) -> c_int {
     -1 // not supported: receive runs on our own threads

@@ -57,6 +57,21 @@ fn poll_out(fd: i32, ms: i32) -> bool {
     r > 0
 }
 
+/// TCP_QUICKACK on (acknowledge at once instead of delaying); best effort, as in RMR.
+pub fn set_quickack(stream: &TcpStream) {
+    let on: libc::c_int = 1;
+    // SAFETY: a valid socket fd and a c_int option of the size given.
+    unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_QUICKACK,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
 impl Conn {
     pub fn new(id: u64, peer: String, kind: Kind, stream: TcpStream) -> Conn {
         let _ = stream.set_nodelay(true);

@@ -404,3 +404,39 @@ fn full_socket_gives_retry_and_keeps_framing() {
 fn libc_eagain() -> i32 {
     11 // EAGAIN on Linux
 }
+
+#[test]
+fn fast_ack_and_low_latency_keep_messages_flowing() {
+    // RMR's rmr_set_fack / rmr_set_low_latency before any session: the settings apply to
+    // sessions established afterwards; messages flow as before in both directions.
+    let rx = ctx(None);
+    let tx = ctx(Some(seed(
+        "fack",
+        &format!(
+            "newrt|start|a\nrte|100|127.0.0.1:{}\nnewrt|end|1\n",
+            rx.port
+        ),
+    )));
+    for c in [&rx, &tx] {
+        let p = Arc::as_ptr(c) as *mut std::ffi::c_void;
+        // SAFETY: the context pointer the C API hands out is the Arc's; both calls only read
+        // or set flags on it.
+        unsafe {
+            rmr_si::ffi::rmr_set_low_latency(p);
+            rmr_si::ffi::rmr_set_fack(p);
+            rmr_si::ffi::rmr_set_fack(std::ptr::null_mut()); // a nil context is ignored
+        }
+    }
+    let xid = [7u8; 32];
+    for i in 0..20 {
+        let mut m = msg(100, i, b"q", &xid);
+        assert!(tx.send_routed(&mut m, None), "state {}", m.state);
+        let mut r = recv(&rx);
+        assert_eq!(r.sub_id, i);
+        r.mtype = 101;
+        assert!(rx.rts(&mut r));
+        assert_eq!(recv(&tx).sub_id, i);
+    }
+    tx.close();
+    rx.close();
+}

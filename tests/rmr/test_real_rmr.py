@@ -38,6 +38,9 @@ def test_interop(direction: str, tmp_path: Path, our_lib: Path) -> None:
     seed.write_text(f"newrt|start\nrte|1000|127.0.0.1:{pe}\nnewrt|end\n")
     env = rmr_env(seed)
     env["RMR_SRC_ID"] = "127.0.0.1"
+    # the venv preloads our library with RTLD_GLOBAL (octoric_rmr_preload.pth); its symbols
+    # would then interpose on real RMR's calls into itself in the peer that loads it by path
+    env["OCTORIC_RMR_NO_PRELOAD"] = "1"
     echo = subprocess.Popen(
         [sys.executable, str(PEER), "echo", str(echo_lib), str(pe), str(n)],
         env=env,

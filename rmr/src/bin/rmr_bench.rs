@@ -41,11 +41,26 @@ struct Lib {
     send: SendFn,
     torcv: TorcvFn,
     stimeout: StimeoutFn,
+    // RMR's TCP settings for later sessions; absent from libraries that predate them
+    low_latency: Option<CtxFn>,
+    fack: Option<CtxFn>,
 }
+
+type CtxFn = unsafe extern "C" fn(*mut c_void);
 
 const MTYPE: c_int = 4242;
 const RMR_OK: c_int = 0;
 const RMR_ERR_RETRY: c_int = 10;
+
+unsafe fn opt_sym(h: *mut c_void, name: &str) -> Option<CtxFn> {
+    let c = CString::new(name).unwrap();
+    let p = libc::dlsym(h, c.as_ptr());
+    if p.is_null() {
+        None
+    } else {
+        Some(std::mem::transmute::<*mut c_void, CtxFn>(p))
+    }
+}
 
 unsafe fn sym<T: Copy>(h: *mut c_void, name: &str) -> T {
     let c = CString::new(name).unwrap();
@@ -75,6 +90,8 @@ fn load(path: &str) -> Lib {
             send: sym(h, "rmr_send_msg"),
             torcv: sym(h, "rmr_torcv_msg"),
             stimeout: sym(h, "rmr_set_stimeout"),
+            low_latency: opt_sym(h, "rmr_set_low_latency"),
+            fack: opt_sym(h, "rmr_set_fack"),
         }
     }
 }
@@ -96,6 +113,31 @@ fn init(lib: &Lib, port: &str) -> *mut c_void {
     if ctx.is_null() {
         eprintln!("rmr_init failed");
         std::process::exit(2);
+    }
+    // RMR_BENCH_MODE: "low-latency" (TCP_NODELAY, rmr_set_low_latency), "fast-ack" (that and
+    // TCP_QUICKACK, rmr_set_fack), else the library's defaults; set before any session opens
+    let mode = std::env::var("RMR_BENCH_MODE").unwrap_or_default();
+    let wanted: &[(&str, Option<CtxFn>)] = match mode.as_str() {
+        "low-latency" => &[("rmr_set_low_latency", lib.low_latency)],
+        "fast-ack" => &[
+            ("rmr_set_low_latency", lib.low_latency),
+            ("rmr_set_fack", lib.fack),
+        ],
+        "" | "default" => &[],
+        other => {
+            eprintln!("unknown RMR_BENCH_MODE {other}");
+            std::process::exit(2);
+        }
+    };
+    for (name, f) in wanted {
+        match f {
+            // SAFETY: RMR's prototype void f(void* ctx), called with the context it returned.
+            Some(f) => unsafe { f(ctx) },
+            None => {
+                eprintln!("the library has no {name}");
+                std::process::exit(2);
+            }
+        }
     }
     ctx
 }
