@@ -5,7 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -177,6 +177,14 @@ pub struct Ctx {
     whs: Mutex<Vec<Option<String>>>,
     retries: AtomicI32,
     fast_ack: AtomicBool,
+    /// Trace bytes every newly allocated message carries (``rmr_init_trace``).
+    pub trace_len: AtomicUsize,
+    /// Readable while the receive queue holds messages (an eventfd in semaphore mode: one
+    /// count per queued message), for ``rmr_get_rcvfd``; -1 if it could not be made.
+    rcvfd: i32,
+    /// ``rmr_get_rx_debug_info``: queued and dropped since the last reset.
+    rx_enqueued: AtomicU64,
+    rx_dropped: AtomicU64,
     next_id: AtomicU64,
     pub stats: Stats,
     stop: AtomicBool,
@@ -293,6 +301,16 @@ impl Ctx {
             whs: Mutex::new(Vec::new()),
             retries: AtomicI32::new(1),
             fast_ack: AtomicBool::new(false),
+            trace_len: AtomicUsize::new(0),
+            // SAFETY: eventfd with valid flags; the fd is closed in Drop.
+            rcvfd: unsafe {
+                libc::eventfd(
+                    0,
+                    libc::EFD_SEMAPHORE | libc::EFD_NONBLOCK | libc::EFD_CLOEXEC,
+                )
+            },
+            rx_enqueued: AtomicU64::new(0),
+            rx_dropped: AtomicU64::new(0),
             next_id: AtomicU64::new(1),
             stats: Stats::default(),
             stop: AtomicBool::new(false),
@@ -428,18 +446,82 @@ impl Ctx {
             self.ccv.notify_all();
             return;
         }
+        if !self.enqueue(msg) {
+            self.stats.dropped_overflow.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Queue a message for the receive calls; false (and counted) when the queue is full.
+    fn enqueue(&self, msg: Msg) -> bool {
         let mut q = lock(&self.queue);
         if q.msgs.len() >= QUEUE_CAP {
             drop(q);
-            self.stats.dropped_overflow.fetch_add(1, Ordering::Relaxed);
-            return;
+            self.rx_dropped.fetch_add(1, Ordering::Relaxed);
+            return false;
         }
         q.msgs.push_back(msg);
+        self.rx_enqueued.fetch_add(1, Ordering::Relaxed);
+        self.rcvfd_signal(true);
         let wake = q.waiters > 0;
         drop(q);
         if wake {
             self.qcv.notify_one();
         }
+        true
+    }
+
+    /// Put received messages back at the front of the receive queue, in their order
+    /// (``rmr_rcv_specific`` sets aside the ones it does not wait for; they arrived before
+    /// anything still queued). They were queued once, so the bound does not apply again.
+    pub fn requeue_front(&self, msgs: Vec<Msg>) {
+        if msgs.is_empty() {
+            return;
+        }
+        let mut q = lock(&self.queue);
+        for m in msgs.into_iter().rev() {
+            q.msgs.push_front(m);
+            self.rcvfd_signal(true);
+        }
+        let wake = q.waiters > 0;
+        drop(q);
+        if wake {
+            self.qcv.notify_all();
+        }
+    }
+
+    /// One count up (a message queued) or down (one taken) on the receive descriptor; the
+    /// queue lock is held, so the count follows the queue.
+    fn rcvfd_signal(&self, up: bool) {
+        if self.rcvfd < 0 {
+            return;
+        }
+        let mut v: u64 = 1;
+        // SAFETY: an 8-byte read or write on our own eventfd; EAGAIN is harmless.
+        unsafe {
+            let p = (&mut v as *mut u64).cast();
+            if up {
+                libc::write(self.rcvfd, p, 8);
+            } else {
+                libc::read(self.rcvfd, p, 8);
+            }
+        }
+    }
+
+    pub fn rcvfd(&self) -> i32 {
+        self.rcvfd
+    }
+
+    /// (queued, dropped) since the last ``reset_rx_debug``.
+    pub fn rx_debug(&self) -> (u64, u64) {
+        (
+            self.rx_enqueued.load(Ordering::Relaxed),
+            self.rx_dropped.load(Ordering::Relaxed),
+        )
+    }
+
+    pub fn reset_rx_debug(&self) {
+        self.rx_enqueued.store(0, Ordering::Relaxed);
+        self.rx_dropped.store(0, Ordering::Relaxed);
     }
 
     // ---------------------------------------------------------------- route tables
@@ -801,6 +883,7 @@ impl Ctx {
         let mut q = lock(&self.queue);
         loop {
             if let Some(m) = q.msgs.pop_front() {
+                self.rcvfd_signal(false);
                 return Some(m);
             }
             if self.stopping() {
@@ -976,5 +1059,16 @@ impl Ctx {
         lock(&self.queue).msgs.clear();
         lock(&self.chutes).clear();
         lock(&self.conns).clear();
+    }
+}
+
+impl Drop for Ctx {
+    fn drop(&mut self) {
+        if self.rcvfd >= 0 {
+            // SAFETY: our own eventfd, closed once, when the last reference goes.
+            unsafe {
+                libc::close(self.rcvfd);
+            }
+        }
     }
 }

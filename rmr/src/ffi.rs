@@ -6,12 +6,13 @@
 
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_uchar, c_void};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::consts::*;
 use crate::context::Ctx;
-use crate::frame;
+use crate::frame::{self, TP_HDR_LEN};
 use crate::log::{self, Level};
 use crate::mbuf::Mbuf;
 
@@ -126,9 +127,172 @@ pub unsafe extern "C" fn rmr_set_fack(vctx: *mut c_void) {
     }
 }
 
+/// A descriptor that polls readable while messages wait in the receive queue (the caller
+/// must not read, write or close it): for epoll loops such as the Go xapp-frame's.
 #[no_mangle]
-pub unsafe extern "C" fn rmr_get_rcvfd(_vctx: *mut c_void) -> c_int {
-    -1 // not supported: receive runs on our own threads
+pub unsafe extern "C" fn rmr_get_rcvfd(vctx: *mut c_void) -> c_int {
+    ctx_ref(vctx).map_or(-1, |c| c.rcvfd())
+}
+
+/// As RMR's SI transport: receive timeouts cannot be set (use rmr_torcv_msg); returns 0.
+#[no_mangle]
+pub unsafe extern "C" fn rmr_set_rtimeout(_vctx: *mut c_void, _time: c_int) -> c_int {
+    0
+}
+
+/// Deprecated in RMR's header for rmr_set_rtimeout (and not built into its SI library).
+#[no_mangle]
+pub unsafe extern "C" fn rmr_rcv_to(vctx: *mut c_void, time: c_int) -> c_int {
+    rmr_set_rtimeout(vctx, time)
+}
+
+/// Deprecated in RMR's header for rmr_set_stimeout (and not built into its SI library).
+#[no_mangle]
+pub unsafe extern "C" fn rmr_send_to(vctx: *mut c_void, time: c_int) -> c_int {
+    rmr_set_stimeout(vctx, time)
+}
+
+/// Receive until a message whose transaction ID starts with `expect` arrives, setting up
+/// to `allow2queue` others aside (back at the front of the receive queue, in order); nil
+/// with errno ETIMEDOUT once that many were set aside. A nil or empty `expect` is a plain
+/// receive.
+#[no_mangle]
+pub unsafe extern "C" fn rmr_rcv_specific(
+    vctx: *mut c_void,
+    m: *mut Mbuf,
+    expect: *const c_char,
+    allow2queue: c_int,
+) -> *mut Mbuf {
+    let Some(ctx) = ctx_ref(vctx) else {
+        if let Some(mb) = mbuf_ref(m) {
+            mb.state = RMR_ERR_BADARG;
+            mb.tp_state = libc::EINVAL;
+        }
+        set_errno(libc::EINVAL);
+        return m;
+    };
+    set_errno(0);
+    if expect.is_null() || *expect == 0 {
+        return rmr_rcv_msg(vctx, m);
+    }
+    let want = CStr::from_ptr(expect).to_bytes();
+    let want = &want[..want.len().min(frame::XID_LEN)];
+    // set aside in order and put back in front afterwards: like RMR, the ones set aside are
+    // not looked at again by this call, and later receive calls get them first
+    let mut aside = Vec::new();
+    while (aside.len() as c_int) < allow2queue {
+        let Some(msg) = ctx.receive(None) else {
+            if ctx.stopping() {
+                break;
+            }
+            continue;
+        };
+        let off = frame::OFF_XID + TP_HDR_LEN;
+        if msg.buf.len() >= off + want.len() && &msg.buf[off..off + want.len()] == want {
+            ctx.requeue_front(aside);
+            let target = if mbuf_ref(m).is_some() {
+                m
+            } else {
+                into_raw(Mbuf::alloc(0))
+            };
+            (*target).load(msg);
+            return target;
+        }
+        aside.push(msg);
+    }
+    ctx.requeue_front(aside);
+    set_errno(libc::ETIMEDOUT);
+    std::ptr::null_mut()
+}
+
+/// ``rmr_rx_debug_t``: messages queued and dropped since the last reset.
+#[repr(C)]
+pub struct RxDebug {
+    pub drop: u64,
+    pub enqueue: u64,
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn rmr_get_rx_debug_info(vctx: *mut c_void, out: *mut RxDebug) -> c_int {
+    match ctx_ref(vctx) {
+        Some(c) if !out.is_null() => {
+            let (enq, drop) = c.rx_debug();
+            (*out).enqueue = enq;
+            (*out).drop = drop;
+            0
+        }
+        _ => {
+            set_errno(libc::EINVAL);
+            libc::EINVAL
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn rmr_reset_rx_debug_count(vctx: *mut c_void) -> c_int {
+    match ctx_ref(vctx) {
+        Some(c) => {
+            c.reset_rx_debug();
+            0
+        }
+        None => {
+            set_errno(libc::EINVAL);
+            libc::EINVAL
+        }
+    }
+}
+
+fn set_errno(e: c_int) {
+    // SAFETY: __errno_location points at this thread's errno.
+    unsafe { *libc::__errno_location() = e };
+}
+
+// ---------------------------------------------------------------- transaction IDs, strings
+
+/// The whole 32-byte transaction ID into `dest` (or a malloc'd buffer the caller frees).
+#[no_mangle]
+pub unsafe extern "C" fn rmr_get_xact(m: *mut Mbuf, dest: *mut c_uchar) -> *mut c_uchar {
+    let Some(mb) = mbuf_ref(m) else {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    };
+    let out = if dest.is_null() {
+        libc::malloc(frame::XID_LEN) as *mut c_uchar
+    } else {
+        dest
+    };
+    if out.is_null() {
+        set_errno(libc::ENOMEM);
+        return out;
+    }
+    std::ptr::copy_nonoverlapping(mb.xid().as_ptr(), out, frame::XID_LEN);
+    out
+}
+
+/// A NUL-terminated transaction ID (NUL included); RMR_ERR_OVERFLOW if it does not fit.
+#[no_mangle]
+pub unsafe extern "C" fn rmr_str2xact(m: *mut Mbuf, s: *const c_uchar) -> c_int {
+    if s.is_null() || mbuf_ref(m).is_none() {
+        set_errno(libc::EINVAL);
+        return RMR_ERR_BADARG;
+    }
+    let n = CStr::from_ptr(s.cast()).to_bytes().len();
+    if n > frame::XID_LEN - 1 {
+        set_errno(libc::EOVERFLOW);
+        return RMR_ERR_OVERFLOW;
+    }
+    rmr_bytes2xact(m, s, (n + 1) as c_int);
+    RMR_OK
+}
+
+/// A NUL-terminated string into the payload, NUL included (``len`` = strlen + 1).
+#[no_mangle]
+pub unsafe extern "C" fn rmr_str2payload(m: *mut Mbuf, s: *const c_uchar) {
+    if s.is_null() {
+        return;
+    }
+    let n = CStr::from_ptr(s.cast()).to_bytes().len();
+    rmr_bytes2payload(m, s, (n + 1) as c_int);
 }
 
 #[no_mangle]
@@ -148,7 +312,114 @@ pub unsafe extern "C" fn rmr_alloc_msg(vctx: *mut c_void, size: c_int) -> *mut M
         }
         None => return std::ptr::null_mut(),
     };
-    into_raw(Mbuf::alloc(cap))
+    into_raw(Mbuf::alloc_traced(cap, trace_default(vctx)))
+}
+
+unsafe fn trace_default(vctx: *mut c_void) -> usize {
+    ctx_ref(vctx).map_or(0, |c| c.trace_len.load(Ordering::Relaxed))
+}
+
+// ---------------------------------------------------------------- trace data (RMR's API)
+
+/// The trace size of messages allocated from now on; 1 on success, 0 for a nil context.
+#[no_mangle]
+pub unsafe extern "C" fn rmr_init_trace(vctx: *mut c_void, tr_len: c_int) -> c_int {
+    match ctx_ref(vctx) {
+        Some(c) => {
+            c.trace_len.store(tr_len.max(0) as usize, Ordering::Relaxed);
+            1
+        }
+        None => 0,
+    }
+}
+
+/// A message with `size` payload bytes and a `tr_size`-byte trace area holding `data`;
+/// state RMR_ERR_INITFAILED when the trace could not be set.
+#[no_mangle]
+pub unsafe extern "C" fn rmr_tralloc_msg(
+    vctx: *mut c_void,
+    size: c_int,
+    tr_size: c_int,
+    data: *const c_uchar,
+) -> *mut Mbuf {
+    let Some(c) = ctx_ref(vctx) else {
+        return std::ptr::null_mut();
+    };
+    let cap = if size > 0 { size as usize } else { c.max_plen };
+    let m = into_raw(Mbuf::alloc_traced(cap, tr_size.max(0) as usize));
+    if rmr_set_trace(m, data, tr_size) != tr_size {
+        (*m).state = RMR_ERR_INITFAILED;
+    }
+    m
+}
+
+/// A new message (the old one stays valid: the caller frees both) with a `new_tr_size`-byte
+/// trace area, the same header, d1/d2 and payload.
+#[no_mangle]
+pub unsafe extern "C" fn rmr_realloc_msg(m: *mut Mbuf, new_tr_size: c_int) -> *mut Mbuf {
+    let Some(mb) = mbuf_ref(m) else {
+        return std::ptr::null_mut();
+    };
+    let mut nm = mb.clone_with_cap(mb.payload_cap(), true);
+    nm.set_trace_len(new_tr_size.max(0) as usize);
+    into_raw(nm)
+}
+
+/// Copy `size` bytes of trace data into the message, resizing its trace area when it has
+/// another size (the caller's pointer stays valid); returns the bytes copied.
+#[no_mangle]
+pub unsafe extern "C" fn rmr_set_trace(m: *mut Mbuf, data: *const c_uchar, size: c_int) -> c_int {
+    let Some(mb) = mbuf_ref(m) else {
+        return 0;
+    };
+    if size <= 0 || data.is_null() {
+        return 0;
+    }
+    let n = size as usize;
+    mb.set_trace_len(n);
+    let bytes = std::slice::from_raw_parts(data, n).to_vec();
+    mb.trace_mut().copy_from_slice(&bytes);
+    size
+}
+
+/// Copy up to `size` bytes of the message's trace data into `dest`; returns the count.
+#[no_mangle]
+pub unsafe extern "C" fn rmr_get_trace(m: *mut Mbuf, dest: *mut c_uchar, size: c_int) -> c_int {
+    let Some(mb) = mbuf_ref(m) else {
+        return 0;
+    };
+    if size <= 0 || dest.is_null() {
+        return 0;
+    }
+    let tr = mb.trace();
+    let n = tr.len().min(size as usize);
+    std::ptr::copy_nonoverlapping(tr.as_ptr(), dest, n);
+    n as c_int
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn rmr_get_trlen(m: *mut Mbuf) -> c_int {
+    mbuf_ref(m).map_or(0, |mb| mb.trace_len() as c_int)
+}
+
+/// A pointer to the trace data inside the message (read it, do not write it), its size in
+/// `*sizeptr`; nil when there is none.
+#[no_mangle]
+pub unsafe extern "C" fn rmr_trace_ref(m: *mut Mbuf, sizeptr: *mut c_int) -> *mut c_void {
+    if !sizeptr.is_null() {
+        *sizeptr = 0;
+    }
+    let Some(mb) = mbuf_ref(m) else {
+        return std::ptr::null_mut();
+    };
+    let n = mb.trace_len();
+    if n == 0 {
+        return std::ptr::null_mut();
+    }
+    if !sizeptr.is_null() {
+        *sizeptr = n as c_int;
+    }
+    mb.trace_mut().as_mut_ptr().cast()
 }
 
 #[no_mangle]

@@ -92,9 +92,69 @@ impl Mbuf {
         self.alloc_len = self.buf.len().min(i32::MAX as usize) as c_int;
     }
 
+    /// A fresh message with `cap` payload bytes and a trace area of `tr` bytes (zeroed).
+    pub fn alloc_traced(cap: usize, tr: usize) -> Box<Mbuf> {
+        let mut m = Mbuf::alloc(cap);
+        if tr > 0 {
+            m.set_trace_len(tr);
+        }
+        m
+    }
+
+    /// Bytes of the trace area (the header's second length field).
+    pub fn trace_len(&self) -> usize {
+        frame::get_u32_be(self.header(), frame::OFF_LEN1) as usize
+    }
+
+    fn trace_off(&self) -> usize {
+        TP_HDR_LEN + frame::get_u32_be(self.header(), frame::OFF_LEN0) as usize
+    }
+
+    pub fn trace(&self) -> &[u8] {
+        let o = self.trace_off();
+        &self.buf[o..o + self.trace_len()]
+    }
+
+    pub fn trace_mut(&mut self) -> &mut [u8] {
+        let (o, n) = (self.trace_off(), self.trace_len());
+        &mut self.buf[o..o + n]
+    }
+
+    /// Give the message a trace area of `tr` bytes (zeroed), keeping the header, d1, d2 and
+    /// the payload (capacity and bytes): what RMR's realloc does when the trace size changes.
+    pub fn set_trace_len(&mut self, tr: usize) {
+        let (old_tr, t_off) = (self.trace_len(), self.trace_off());
+        if old_tr == tr {
+            return;
+        }
+        let data_off = t_off + old_tr; // d1, d2, payload follow the trace
+        let mut nb = Vec::with_capacity(self.buf.len() + tr);
+        nb.extend_from_slice(&self.buf[..t_off]);
+        nb.resize(t_off + tr, 0);
+        nb.extend_from_slice(&self.buf[data_off..]);
+        self.buf = nb;
+        frame::put_u32_be(&mut self.buf[TP_HDR_LEN..], frame::OFF_LEN1, tr as u32);
+        let shift = |off: usize| off + tr - old_tr;
+        self.d1_off = shift(self.d1_off);
+        self.payload_off = shift(self.payload_off);
+        self.repoint();
+    }
+
     /// Reinitialise as a fresh, empty message keeping the buffer (as RMR does after a
-    /// successful send).
+    /// successful send; a trace area keeps its size, zeroed, as RMR's new buffer has).
     pub fn reset_fresh(&mut self) {
+        let tr = if self.buf.len() >= TP_HDR_LEN + frame::HDR_LEN {
+            self.trace_len()
+        } else {
+            0
+        };
+        self.reset_standard();
+        if tr > 0 {
+            self.set_trace_len(tr);
+        }
+    }
+
+    fn reset_standard(&mut self) {
         if self.buf.len() < STD_PAYLOAD_OFF {
             self.buf.resize(STD_PAYLOAD_OFF, 0);
         }
