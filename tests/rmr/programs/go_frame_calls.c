@@ -48,6 +48,7 @@ static void (*p_free)(msg_t *);
 static msg_t *(*p_send)(void *, msg_t *);
 static msg_t *(*p_rts)(void *, msg_t *);
 static msg_t *(*p_torcv)(void *, msg_t *, int);
+static msg_t *(*p_rcv)(void *, msg_t *);
 static msg_t *(*p_rcv_specific)(void *, msg_t *, char *, int);
 static void (*p_str2payload)(msg_t *, const unsigned char *);
 static int (*p_str2xact)(msg_t *, const unsigned char *);
@@ -101,6 +102,7 @@ static void bind_all(const char *lib) {
 	BIND(p_send, "rmr_send_msg");
 	BIND(p_rts, "rmr_rts_msg");
 	BIND(p_torcv, "rmr_torcv_msg");
+	BIND(p_rcv, "rmr_rcv_msg");
 	BIND(p_rcv_specific, "rmr_rcv_specific");
 	BIND(p_str2payload, "rmr_str2payload");
 	BIND(p_str2xact, "rmr_str2xact");
@@ -116,12 +118,13 @@ static void bind_all(const char *lib) {
 	BIND(p_rx_debug_reset, "rmr_reset_rx_debug_count");
 }
 
-/* the Go frame's receive loop: wait on the descriptor, then take without blocking */
+/* the Go frame's receive loop: wait on the descriptor, then rmr_rcv_msg (which must not
+ * block once the descriptor said a message waits) */
 static msg_t *poll_receive(void *ctx, int ep) {
 	struct epoll_event ev;
 	int n = epoll_wait(ep, &ev, 1, 5000);
 	CHECK(n == 1, "rmr_get_rcvfd polls readable when a message waits");
-	msg_t *m = p_torcv(ctx, NULL, 0);
+	msg_t *m = p_rcv(ctx, NULL);
 	CHECK(m != NULL && m->state == 0, "a message is there once the descriptor says so");
 	return m;
 }
