@@ -104,6 +104,7 @@ class DashboardComponent:
         self.components = components  # the others, for their status (not started by us)
         self.xapp_status = xapp_status  # xApp name -> its status URL
         self.url = ""
+        self.run_dir = Path()
         self.requests = 0
         self.bad_requests = 0
         self.started = time.time()

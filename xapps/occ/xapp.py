@@ -499,8 +499,9 @@ class OccXapp:
             "uptime_s": round(time.time() - self.started_at, 3),
             "ues": [r.to_json() for r in self.ue_records()],
             "subscriptions": subs,
-            "unsupported_nodes": {m: list(v) for m, v in self.unsupported.items()},
-            "degraded_nodes": {m: list(v) for m, v in self.degraded_nodes.items()},
+            # copies first: discovery's thread may change them while HTTP reads
+            "unsupported_nodes": {m: list(v) for m, v in dict(self.unsupported).items()},
+            "degraded_nodes": {m: list(v) for m, v in dict(self.degraded_nodes).items()},
             "flows": len(self.feedback.flows),
             "restored": self.restored,
             "counters": dict(self.counters),
