@@ -21,6 +21,7 @@ the target is the issue's, from ToN'22 (1.6 ms measured at the RAN).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import json
 import os
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -230,28 +232,18 @@ def _q(values: list[float], q: float) -> float | None:
 def measure(n_gnbs: int = 10, n_ues: int = 100, duration_s: float = 30.0) -> dict[str, Any]:
     """One run; the figures of ``octoric bench handover --json``."""
     wl = Workload(n_gnbs, n_ues, duration_s)
-    spans: list[float] = []
-    hop: list[float] = []
-    out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="octoric-ho-bench-") as d:
         tmp = Path(d)
         traces = tmp / "latency-trace"
         # e2term and the xApp inherit it: each marks the PDUs it passes (contracts.latency_trace)
-        saved = os.environ.get(latency_trace.ENV)
-        os.environ[latency_trace.ENV] = str(traces)
-        try:
-            _measure_in(tmp, wl, n_gnbs, duration_s, out)
-        finally:
-            if saved is None:
-                del os.environ[latency_trace.ENV]
-            else:
-                os.environ[latency_trace.ENV] = saved
+        with _env(latency_trace.ENV, str(traces)):
+            out = _measure_in(tmp, wl, n_gnbs, duration_s)
         marks = {
             p: latency_trace.read_marks(traces, p)
             for p in ("e2term_in", "handover_in", "handover_out")
         }
-        spans = latency_trace.spans_ms(marks["e2term_in"], marks["handover_out"])
-        hop = latency_trace.spans_ms(marks["e2term_in"], marks["handover_in"])
+    spans = latency_trace.spans_ms(marks["e2term_in"], marks["handover_out"])
+    hop = latency_trace.spans_ms(marks["e2term_in"], marks["handover_in"])
     got, hooked, elapsed = out["got"], out["hooked"], out["elapsed"]
     inside, e2t = out["inside"], out["e2t"]
     f = _figures(wl.sent, got, elapsed)
@@ -266,8 +258,22 @@ def measure(n_gnbs: int = 10, n_ues: int = 100, duration_s: float = 30.0) -> dic
     return f
 
 
-def _measure_in(tmp: Path, wl: Workload, n_gnbs: int, duration_s: float,
-                out: dict[str, Any]) -> None:  # fmt: skip
+@contextlib.contextmanager
+def _env(name: str, value: str) -> Iterator[None]:
+    """``name=value`` in this process's environment (children inherit it), then as it was."""
+    saved = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = saved
+
+
+def _measure_in(tmp: Path, wl: Workload, n_gnbs: int, duration_s: float) -> dict[str, Any]:
+    """The run itself: the RIC, the gNBs, the xApp, the probe and the webhook receiver."""
     got: list[dict[str, Any]] = []
     hooked: list[tuple[float, dict[str, Any]]] = []  # (received, event) at the webhook
     elapsed = 0.0
@@ -315,7 +321,7 @@ def _measure_in(tmp: Path, wl: Workload, n_gnbs: int, duration_s: float,
             loop.stop()
             for p in procs:
                 p.stop()
-    out.update(got=got, hooked=hooked, elapsed=elapsed, inside=inside, e2t=e2t)
+    return {"got": got, "hooked": hooked, "elapsed": elapsed, "inside": inside, "e2t": e2t}
 
 
 def _webhook(

@@ -182,6 +182,9 @@ pub struct Ctx {
     /// Readable while the receive queue holds messages (an eventfd in semaphore mode: one
     /// count per queued message), for ``rmr_get_rcvfd``; -1 if it could not be made.
     rcvfd: i32,
+    /// Counted only once someone asked for the descriptor: no syscalls per message for the
+    /// receivers that never poll it (every ricxappframe xApp). Changed under the queue lock.
+    rcvfd_on: AtomicBool,
     /// ``rmr_get_rx_debug_info``: queued and dropped since the last reset.
     rx_enqueued: AtomicU64,
     rx_dropped: AtomicU64,
@@ -309,6 +312,7 @@ impl Ctx {
                     libc::EFD_SEMAPHORE | libc::EFD_NONBLOCK | libc::EFD_CLOEXEC,
                 )
             },
+            rcvfd_on: AtomicBool::new(false),
             rx_enqueued: AtomicU64::new(0),
             rx_dropped: AtomicU64::new(0),
             next_id: AtomicU64::new(1),
@@ -492,7 +496,7 @@ impl Ctx {
     /// One count up (a message queued) or down (one taken) on the receive descriptor; the
     /// queue lock is held, so the count follows the queue.
     fn rcvfd_signal(&self, up: bool) {
-        if self.rcvfd < 0 {
+        if self.rcvfd < 0 || !self.rcvfd_on.load(Ordering::Relaxed) {
             return;
         }
         let mut v: u64 = 1;
@@ -507,7 +511,20 @@ impl Ctx {
         }
     }
 
+    /// The receive descriptor; the first call starts counting, from what is queued now.
     pub fn rcvfd(&self) -> i32 {
+        if self.rcvfd >= 0 {
+            let q = lock(&self.queue);
+            if !self.rcvfd_on.swap(true, Ordering::Relaxed) {
+                let mut n = q.msgs.len() as u64;
+                if n > 0 {
+                    // SAFETY: an 8-byte write of the current count on our own eventfd.
+                    unsafe {
+                        libc::write(self.rcvfd, (&mut n as *mut u64).cast(), 8);
+                    }
+                }
+            }
+        }
         self.rcvfd
     }
 

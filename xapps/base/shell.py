@@ -230,14 +230,14 @@ class XappShell:
         self.xapp._rmr_loop.rcv_queue = SheddingQueue(
             self.rmr_queue_len, lambda sbuf: rmr.rmr_free_msg(sbuf), self.rmr_counters
         )
-        for mtype, fn in handlers.items():
-            self.xapp.register_callback(wrap(fn), mtype)
+        wrapped = {mtype: wrap(fn) for mtype, fn in handlers.items()}
+        for mtype, cb in wrapped.items():
+            self.xapp.register_callback(cb, mtype)
         q = self.xapp._rmr_loop.rcv_queue
         q.type_key = rmr.RMR_MS_MSG_TYPE
         xapp = self.xapp
         for mtype in inline:
-            cb = wrap(handlers[mtype])
-            q.inline[mtype] = lambda summary, sbuf, cb=cb: cb(xapp, summary, sbuf)
+            q.inline[mtype] = lambda summary, sbuf, cb=wrapped[mtype]: cb(xapp, summary, sbuf)
         # short receive timeout: the dispatch loop also polls the config file between messages
         self.xapp.run(thread=True, rmr_timeout=1)
         self._ready.set()

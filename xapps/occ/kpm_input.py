@@ -44,7 +44,6 @@ class EngineInput:
     metrics: dict[str, FloatArray]
     n_granules: int
     dropped: dict[str, int] = field(default_factory=dict)  # reason -> rows dropped
-    degraded: bool = False  # vendor inputs estimated from standard measurements (degraded.py)
 
 
 def decode_indication(pdu: bytes) -> RicIndication:
@@ -118,8 +117,7 @@ def engine_input(
         if name in cols.metrics:
             metrics[name] = np.ascontiguousarray(cols.values[rows, cols.metrics.index(name), :])
     ue_ids = np.asarray(ids, dtype=np.int64)
-    if estimate:
-        assert degraded is not None
+    if estimate and degraded is not None:
         metrics = degraded.complete(ue_ids, metrics, granularity_ms)
     return EngineInput(
         ind.sn,
@@ -130,7 +128,6 @@ def engine_input(
         metrics,
         n_g,
         dropped,
-        estimate,
     )
 
 
@@ -151,5 +148,4 @@ def without_rows(inp: EngineInput, bad_ue_ids: tuple[int, ...], reason: str) -> 
         {k: np.ascontiguousarray(v[keep]) for k, v in inp.metrics.items()},
         inp.n_granules,
         dropped,
-        inp.degraded,
     )
