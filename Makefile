@@ -70,14 +70,25 @@ doctor: setup
 	$(VENV)/bin/octoric doctor
 
 # --- tests ------------------------------------------------------------------------------
-test: setup browser
+test: setup browser cxx
 	$(PY) -m octoric.testrun $(PYTEST_ARGS)
 
-test-all: setup browser
+# liboctopus's build and tests: CMake, a C++17 compiler, GoogleTest, nlohmann-json (Debian);
+# clang for its libFuzzer target (make test-all, srsran_agent/liboctopus/scripts/fuzz.sh)
+CXX_PKGS := cmake g++ ninja-build libgtest-dev nlohmann-json3-dev clang
+.PHONY: cxx
+cxx:
+	@if ! command -v cmake >/dev/null || ! command -v clang++ >/dev/null || \
+	    [ ! -f /usr/include/gtest/gtest.h ] || [ ! -f /usr/include/nlohmann/json.hpp ]; then \
+	  echo "installing $(CXX_PKGS) from Debian (needs root)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(CXX_PKGS) >/dev/null; fi
+
+test-all: setup browser cxx
 	@command -v valgrind >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; }
 	$(PY) -m octoric.testrun --all $(PYTEST_ARGS)
 
-bench: setup
+bench: setup cxx
 	$(VENV)/bin/octoric bench --write docs/benchmarks.md
 
 # the OCC paper's comparison on every Mahimahi trace (docs/occ.md); EVAL_ARGS adds options

@@ -43,6 +43,17 @@ PARAM_BITRATE_WINDOW_MS = 4
 PARAM_DROP_BY_MESSAGE = 5
 PARAM_DROP_BY_BITRATE = 6
 PARAM_PROTECT_IN_FLIGHT = 7
+# control outcome only (format 1): the DRB's dropper counters since it was switched on
+OUTCOME_DROPPED_PACKETS = 8
+OUTCOME_DROPPED_BYTES = 9
+OUTCOME_DROPPED_MSGS_BY_MESSAGE = 10
+OUTCOME_DROPPED_MSGS_BY_BITRATE = 11
+OCTOPUS_OUTCOME_PARAMS: dict[int, str] = {
+    OUTCOME_DROPPED_PACKETS: "Dropped packets",
+    OUTCOME_DROPPED_BYTES: "Dropped bytes",
+    OUTCOME_DROPPED_MSGS_BY_MESSAGE: "Messages dropped by message",
+    OUTCOME_DROPPED_MSGS_BY_BITRATE: "Messages dropped by bitrate",
+}
 OCTOPUS_PARAMS: dict[int, str] = {
     PARAM_DRB_ID: "DRB ID",
     PARAM_ENABLE: "Octopus enable",

@@ -45,6 +45,9 @@ def live_argv(ctx: RunContext, occ_flows_url: str | None = None) -> list[str]:
     ]  # fmt: skip
     if cfg.cells_per_gnb is not None:
         argv += ["--cells-per-gnb", str(cfg.cells_per_gnb)]
+    argv += ["--svc", cfg.svc]
+    if cfg.octopus_header:
+        argv.append("--octopus-header")
     if occ_flows_url is not None:
         # the video flows are OCC-fed and take their target from the OCC xApp's UDP feedback
         # (GCC until the first datagram and while the xApp says fallback)

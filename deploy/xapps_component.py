@@ -18,6 +18,7 @@ import contextlib
 import json
 import logging
 import sys
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,9 @@ KNOWN: dict[str, XappSpec] = {
         *ports.XAPP_PORTS["handover"],
         "/handover/v1/status",
         run_files=(("event_log", "handover-events.jsonl"),),
+    ),
+    "octopus": XappSpec(
+        "octopus", "octoric.xapps.octopus", *ports.XAPP_PORTS["octopus"], "/octopus/v1/status"
     ),
 }
 
@@ -153,6 +157,8 @@ class XappComponent:
                 f"{self.name}: no embedded RIC runtime at {state} (start the RIC first)"
             )
         rt = RicRuntime.read(state)
+        if self.spec.name == "octopus":
+            await asyncio.to_thread(ensure_octopus_policy_type, rt)
         _record_ports(ctx.run_dir, self.spec.name, self.rmr_port, self.http_port, self.status_url)
         cfg = ctx.run_dir / f"{self.spec.name}-config-file.json"
         controls = {k: str(ctx.run_dir / f) for k, f in self.spec.run_files}
@@ -196,6 +202,10 @@ class XappComponent:
             return f"{self.spec.name} down"
         if not self.last_status:
             return f"{self.spec.name} starting"
+        if "policies" in self.last_status:  # the octopus xApp
+            pols = self.last_status["policies"]
+            on = sum(1 for p in pols if p.get("state") == "enforced")
+            return f"{self.spec.name} {len(pols)} policies, {on} enforced"
         if "ho_events" in self.last_status:  # the handover xApp
             ev = self.last_status["ho_events"]
             subs = self.last_status.get("subscriptions", [])
@@ -226,10 +236,37 @@ class XappComponent:
             "latency_ms": s.get("latency_ms"),
             **({"ho_events": s["ho_events"], "detector": s.get("detector", {})}
                if "ho_events" in s else {}),
+            **({"policies": s["policies"], "controls": s.get("controls", {})}
+               if "policies" in s else {}),
         }  # fmt: skip
 
     def failed(self) -> str | None:
         return self.child.failed() if self.child else None
+
+
+def ensure_octopus_policy_type(rt: Any) -> None:
+    """Create A1 policy type 30500 in the run's a1 (as an operator would before using the
+    octopus xApp); an existing one is left alone."""
+    from octoric.contracts import auth
+    from octoric.contracts.octopus_policy import policy_type
+
+    url = f"http://127.0.0.1:{rt.ric.a1_rest_port}/A1-P/v2/policytypes/30500"
+    headers = {"Content-Type": "application/json", **auth.bearer(rt.api_token)}
+    try:
+        with _NO_PROXY.open(urllib.request.Request(url, headers=headers), timeout=5):
+            return  # there already
+    except urllib.error.HTTPError as e:
+        if e.code != 404:
+            raise OctoricError(f"a1: GET policy type 30500 answered {e.code}") from None
+    except OSError as e:
+        raise OctoricError(f"a1 not reachable at {url}: {e}") from None
+    body = json.dumps(policy_type()).encode()
+    req = urllib.request.Request(url, data=body, headers=headers, method="PUT")
+    try:
+        with _NO_PROXY.open(req, timeout=5):
+            log.info("A1 policy type 30500 (octopus-drop-policy) created")
+    except urllib.error.HTTPError as e:
+        raise OctoricError(f"a1 refused policy type 30500: {e.code} {e.read()[:300]!r}") from None
 
 
 def components(ctx: RunContext) -> list[XappComponent]:

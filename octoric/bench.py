@@ -26,6 +26,7 @@ BENCH_MODULES = [
     "octoric.ric.bench",
     "octoric.sim.bench",
     "octoric.xapps.occ.bench",
+    "octoric.xapps.octopus.bench",
     "octoric.experiments.bench",
 ]
 

@@ -75,11 +75,15 @@ class SimConfig:
     ues: int = 8
     seed: int = 1
     traffic: Literal["video", "backlogged"] = "video"
+    # video layering (none keeps OCC's single-layer flows) and the Octopus header on every
+    # packet (harmless while no policy switches a dropper on)
+    svc: Literal["none", "temporal", "spatial"] = "none"
+    octopus_header: bool = True
 
 
 @dataclass
 class XappsConfig:
-    enabled: list[str] = field(default_factory=lambda: ["occ", "handover"])  # octopus: #13
+    enabled: list[str] = field(default_factory=lambda: ["occ", "handover", "octopus"])
     # per xApp, ``controls`` that override its descriptor's, e.g.
     # --set xapps.controls.handover.detection=kpm (the xApp validates them when it starts)
     controls: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -20,8 +20,13 @@ REPO = Path(__file__).resolve().parent.parent
 
 # Native crates whose `cargo test` is part of `make test` (skipped until they exist).
 CARGO_CRATES = ["rmr"]
+# CMake projects whose ctest suite is part of `make test`.
+CMAKE_PROJECTS = ["srsran_agent/liboctopus"]
 # Native suites that only `make test-all` runs (sanitizers, long fuzz smoke runs).
-SLOW_SCRIPTS: list[str] = ["rmr/scripts/test-sanitizers.sh"]
+SLOW_SCRIPTS: list[str] = [
+    "rmr/scripts/test-sanitizers.sh",
+    "srsran_agent/liboctopus/scripts/test-sanitizers.sh",
+]
 
 
 @dataclass
@@ -75,6 +80,34 @@ def run_cargo(crate: str) -> SuiteResult | None:
     return r
 
 
+def run_ctest(project: str) -> SuiteResult | None:
+    """Build with CMake (octoric.liboctopus) and run ctest."""
+    from octoric import liboctopus
+
+    if not (REPO / project / "CMakeLists.txt").exists():
+        return None
+    name = f"ctest ({project.rsplit('/', 1)[-1]})"
+    print(f"\n=== {name}: build", flush=True)
+    t0 = time.monotonic()
+    try:
+        out = liboctopus.build()
+    except liboctopus.BuildError as e:
+        print(e, file=sys.stderr)
+        return SuiteResult(name, failed=1, exit_code=1, seconds=time.monotonic() - t0)
+    r = _run(name, ["ctest", "--output-on-failure", "-j2"], out)
+    r.seconds = time.monotonic() - t0
+    m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", r.note)
+    if m:
+        r.failed, total = int(m.group(2)), int(m.group(3))
+        r.passed = total - r.failed
+    if r.exit_code != 0 and r.failed == 0:
+        r.failed = 1
+    if r.passed == 0 and r.failed == 0:
+        r.failed, r.exit_code = 1, 1  # no tests found is an error
+    r.note = ""
+    return r
+
+
 def run_script(script: str) -> SuiteResult | None:
     path = REPO / script
     if not path.exists():
@@ -115,6 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     results: list[SuiteResult] = []
     for crate in [] if args.no_native else CARGO_CRATES:
         r = run_cargo(crate)
+        if r:
+            results.append(r)
+    for project in [] if args.no_native else CMAKE_PROJECTS:
+        r = run_ctest(project)
         if r:
             results.append(r)
     if args.all and not args.no_native:

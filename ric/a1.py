@@ -38,6 +38,7 @@ _NOTIFICATION_SCHEMA = {
         "policy_instance_id": {"type": "string"},
         "handler_id": {"type": "string"},
         "status": {"enum": ["OK", "ERROR", "DELETED"]},
+        "message": {"type": "string", "maxLength": 4000},  # octoric: why ERROR (optional)
     },
 }
 
@@ -112,6 +113,11 @@ class A1Service:
         if inst is None:
             return []
         inst["handlers"][body["handler_id"]] = body["status"]
+        reasons = inst.setdefault("reasons", {})
+        if body["status"] == "ERROR" and body.get("message"):
+            reasons[body["handler_id"]] = body["message"]
+        else:
+            reasons.pop(body["handler_id"], None)
         if inst["deleted"] and all(s == "DELETED" for s in inst["handlers"].values()):
             await self.sdl.delete(NS, key)
         else:
@@ -201,7 +207,12 @@ class A1Service:
             a1_schema.validate(body, t["create_schema"])
         except (jsonschema.ValidationError, a1_schema.UnsafeSchemaError) as e:
             self.counters.bad_requests += 1
-            raise _error(400, f"instance does not match policy type {tid}: {_short(e)}") from None
+            where = ""
+            if isinstance(e, jsonschema.ValidationError) and e.absolute_path:
+                where = " at /" + "/".join(str(p) for p in e.absolute_path)
+            raise _error(
+                400, f"instance does not match policy type {tid}{where}: {_short(e)}"
+            ) from None
         key = f"inst.{tid}.{iid}"
         old = await self.sdl.get_json(NS, key)
         inst = {"payload": body, "created_at": time.time(), "deleted": False, "handlers": {}}
@@ -223,15 +234,23 @@ class A1Service:
 
     async def instance_status(self, request: web.Request) -> web.Response:
         inst = await self._existing(request)
-        in_effect = any(s == "OK" for s in inst["handlers"].values())
-        return web.json_response(
-            {
-                "instance_status": "IN EFFECT" if in_effect else "NOT IN EFFECT",
-                "has_been_deleted": inst["deleted"],
-                "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(inst["created_at"])),
-                "handlers": inst["handlers"],
-            }
-        )
+        handlers = inst["handlers"]
+        in_effect = any(s == "OK" for s in handlers.values())
+        # A1-P's enforceStatus beside O-RAN SC's instance_status: enforced only when every
+        # handler enforced it; the reasons say, per handler, why not
+        enforced = bool(handlers) and all(s == "OK" for s in handlers.values())
+        body = {
+            "instance_status": "IN EFFECT" if in_effect else "NOT IN EFFECT",
+            "has_been_deleted": inst["deleted"],
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(inst["created_at"])),
+            "handlers": handlers,
+            "enforceStatus": "ENFORCED" if enforced else "NOT_ENFORCED",
+        }
+        reasons = inst.get("reasons") or {}
+        if reasons:
+            body["enforceReason"] = "OTHER_REASON"
+            body["reasons"] = reasons
+        return web.json_response(body)
 
     async def _existing(self, request: web.Request) -> dict[str, Any]:
         tid, iid = _tid(request), _iid(request)

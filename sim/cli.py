@@ -38,6 +38,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     r.add_argument("--cells-per-gnb", type=int, help="cells per gNB (one E2 node per gNB)")
     r.add_argument("--ues", type=int, help="number of UEs (the scenario's UE kinds repeated)")
     r.add_argument("--mobility", help="every UE's mobility profile (static/walking/driving/hsr)")
+    r.add_argument(
+        "--svc", choices=("none", "temporal", "spatial"),
+        help="every video flow's layering (SEC'23 §6.1/§6.2 message policies)",
+    )  # fmt: skip
+    r.add_argument(
+        "--octopus-header", action="store_true",
+        help="mark every video packet with the Octopus header (docs/octopus-header.md)",
+    )  # fmt: skip
     live = r.add_argument_group("live mode (wall clock, E2 to the RIC; docs/sim.md)")
     live.add_argument(
         "--live", action="store_true", help="run in real time as E2 nodes of a RIC (--ric-e2)"
@@ -108,6 +116,10 @@ def _scenario(args: argparse.Namespace) -> Scenario:
                 f.traffic = args.traffic
             if args.scheme:
                 f.scheme = args.scheme
+            if getattr(args, "svc", None):
+                f.video.svc = args.svc
+            if getattr(args, "octopus_header", False):
+                f.video.octopus = True
     return sc
 
 

@@ -7,6 +7,9 @@ a message is dequeued, the message is dropped if a newer dropper exists at any t
 UE's served rate. The served rate is measured over the last 50 ms of *busy* time: slots in
 which the queue stayed non-empty, so idle time (and the partial slot in which the queue
 drains) is discounted. A message whose head has been sent is never dropped.
+
+liboctopus (``srsran_agent/liboctopus``, the gNB's C++ version) makes the same decisions on the
+same operations; ``tests/liboctopus`` replays a recorded trace through both.
 """
 
 from __future__ import annotations
@@ -33,13 +36,15 @@ class DropperConfig:
     drop_by_msg: bool = True
     drop_by_bitrate: bool = True
     min_busy_ms: float = 5.0  # below this much busy time the served rate is unknown: no drops
+    levels: int = MAX_LEVELS  # priority levels honoured (RC action 100 parameter 3)
 
 
 def max_min_share(total: float, demands: dict[int, float]) -> dict[int, float]:
-    """Water-filling: each stream gets min(demand, equal share of what is left)."""
+    """Water-filling: each stream gets min(demand, equal share of what is left); streams in
+    ascending (demand, stream id) order, the largest takes the rest."""
     out: dict[int, float] = {}
     left = total
-    pending = sorted(demands.items(), key=lambda kv: kv[1])
+    pending = sorted(demands.items(), key=lambda kv: (kv[1], kv[0]))
     n = len(pending)
     for i, (sid, d) in enumerate(pending):
         share = left / (n - i)
@@ -56,6 +61,7 @@ class OctopusDropper:
         self.window_slots = max(1, round(self.cfg.window_ms * 1000 / slot_us))
         self.min_busy_slots = max(1, round(self.cfg.min_busy_ms * 1000 / slot_us))
         self.window_us = round(self.cfg.window_ms * 1000)
+        self.top_level = min(max(self.cfg.levels, 1), MAX_LEVELS) - 1
         self.droppers: dict[int, list[int | None]] = {}
         self.in_drop: dict[int, int] = {}
         self.busy: deque[int] = deque()  # bytes served in each of the last busy slots
@@ -86,8 +92,7 @@ class OctopusDropper:
         if bw is None:
             return None
         arr = self.arrivals
-        while arr and arr[0][0] < now_us - self.window_us:
-            arr.popleft()
+        self._expire(now_us)
         demand: dict[int, float] = {}
         for _, s, b in arr:
             demand[s] = demand.get(s, 0.0) + b
@@ -97,6 +102,12 @@ class OctopusDropper:
         shares = max_min_share(bw, {s: b * k for s, b in demand.items()})
         return shares.get(sid, bw)
 
+    def _expire(self, now_us: int) -> None:
+        arr = self.arrivals
+        cutoff = now_us - self.window_us
+        while arr and arr[0][0] < cutoff:
+            arr.popleft()
+
     # --- Algorithm 1 -------------------------------------------------------------------
     def on_enqueue(self, pkt: Packet, now_us: int) -> None:
         h = pkt.hdr
@@ -104,12 +115,13 @@ class OctopusDropper:
             return
         sid = h.stream_id
         if self.cfg.drop_by_bitrate:
+            self._expire(now_us)  # bounded memory; time only grows, so no decision changes
             self.arrivals.append((now_us, sid, pkt.size))
         if h.drop and h.last and self.cfg.drop_by_msg:
             table = self.droppers.get(sid)
             if table is None:
                 table = self.droppers[sid] = [None] * MAX_LEVELS
-            table[h.priority_threshold] = h.msg_id
+            table[min(h.priority_threshold, self.top_level)] = h.msg_id
 
     def should_drop(self, pkt: Packet, now_us: int) -> bool:
         """Called for a packet at the queue head before any of its bytes are sent."""
@@ -124,7 +136,7 @@ class OctopusDropper:
             if self.cfg.drop_by_msg:
                 table = self.droppers.get(sid)
                 if table is not None:
-                    for thr in range(h.priority + 1):
+                    for thr in range(min(h.priority, self.top_level) + 1):
                         d = table[thr]
                         if d is not None and serial_lt(mid, d):
                             drop = True

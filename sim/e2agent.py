@@ -552,14 +552,25 @@ class E2Agent(E2NodeSession[Subscription, AgentStats]):
             return fail(_CAUSE_CONTROL_FAILED, f"UE {hdr.ue_id.amf_ue_ngap_id} is at another gNB")
         if adapt.drb_id != OCTOPUS_DRB_ID:
             return fail(_CAUSE_CONTROL_FAILED, f"UE has no DRB {adapt.drb_id}")
+        if adapt.enable and not adapt.protect_in_flight:
+            # the queue never cuts a message it has started sending (no half messages)
+            return fail(_CAUSE_UNSUPPORTED, "dropping a message in transmission is not supported")
         apply_adaptation(self.engine, ue, adapt)
         self.stats.controls_applied += 1
         if msg.ack_request != "noAck":
-            outcome = rc.encode_rc(
-                rc.RcControlOutcome(
-                    ((rc.PARAM_DRB_ID, adapt.drb_id), (rc.PARAM_ENABLE, adapt.enable))
+            values: tuple[tuple[int, rc.ParamValue], ...] = (
+                (rc.PARAM_DRB_ID, adapt.drb_id), (rc.PARAM_ENABLE, adapt.enable),
+            )  # fmt: skip
+            d = u.queue.dropper
+            if d is not None:  # the counters since the dropper was switched on
+                st = d.stats
+                values += (
+                    (R.OUTCOME_DROPPED_PACKETS, st.dropped_packets),
+                    (R.OUTCOME_DROPPED_BYTES, st.dropped_bytes),
+                    (R.OUTCOME_DROPPED_MSGS_BY_MESSAGE, st.dropped_msgs_by_msg),
+                    (R.OUTCOME_DROPPED_MSGS_BY_BITRATE, st.dropped_msgs_by_bitrate),
                 )
-            )
+            outcome = rc.encode_rc(rc.RcControlOutcome(values))
             self._send(
                 e2ap.RicControlAcknowledge(msg.request_id, msg.ran_function_id, outcome=outcome)
             )
@@ -589,6 +600,7 @@ def apply_adaptation(engine: Engine, ue: int, a: rc.OctopusAdaptation) -> None:
         window_ms=float(a.bitrate_window_ms),
         drop_by_msg=a.drop_by_message,
         drop_by_bitrate=a.drop_by_bitrate,
+        levels=a.priority_levels,
     )
     if q.dropper is not None and q.dropper.cfg == cfg:
         return

@@ -315,6 +315,7 @@ class LiveSim:
                 "capacity_kbps": round((cap[i] - c0) * 8 / dt / 1e3, 1) if dt > 0 else None,
                 "throughput_kbps": round((dlv[i] - d0) * 8 / dt / 1e3, 1) if dt > 0 else None,
                 "abw_kbps": None if abw is None else round(abw / 1e3, 1),
+                "dropper": _dropper_state(u.queue.dropper),
             })  # fmt: skip
         return out
 
@@ -421,3 +422,17 @@ def _post_json(url: str, body: dict[str, Any]) -> bool:
             return bool(200 <= r.status < 300)
     except OSError:
         return False
+
+
+def _dropper_state(d: Any) -> dict[str, Any] | None:
+    """The UE's Octopus dropper as the status file shows it: None while off."""
+    if d is None:
+        return None
+    c = d.cfg
+    return {
+        "window_ms": c.window_ms, "drop_by_message": c.drop_by_msg,
+        "drop_by_bitrate": c.drop_by_bitrate, "levels": c.levels,
+        "dropped_packets": d.stats.dropped_packets,
+        "dropped_msgs_by_message": d.stats.dropped_msgs_by_msg,
+        "dropped_msgs_by_bitrate": d.stats.dropped_msgs_by_bitrate,
+    }  # fmt: skip

@@ -17,7 +17,7 @@ def test_defaults_need_no_file() -> None:
     assert cfg.duration is None
     assert cfg.ric.e2_port == 36421
     assert cfg.redis.port == 6379
-    assert cfg.xapps.enabled == ["occ", "handover"]
+    assert cfg.xapps.enabled == ["occ", "handover", "octopus"]
 
 
 def test_yaml_file_and_overrides(tmp_path: Path) -> None:
