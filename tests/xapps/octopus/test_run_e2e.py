@@ -25,7 +25,7 @@ from octoric.ric.services import RicRuntime
 from octoric.ric.stack import RIC_PORTS, distinct_pairs, free_pair
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
-PROBE = Path(__file__).parent / "programs" / "status_probe.py"
+PROBE = Path(__file__).parents[1] / "handover" / "programs" / "ho_probe.py"
 POLICY_URL = "http://127.0.0.1:{port}/A1-P/v2/policytypes/30500/policies/{pid}"
 
 
@@ -103,7 +103,7 @@ def test_a1_policy_to_gnb_dropper_and_back(tmp_path: Path) -> None:
                                              rx=["OCTORIC_OCTOPUS_STATUS"], tx=[])))  # fmt: skip
         env = xapp_environment(rt, "octopus-probe", rmr_port, free_port(), cfg)
         probe = subprocess.Popen(
-            [sys.executable, str(PROBE), str(rmr_port), "120"], env=env,
+            [sys.executable, str(PROBE), str(rmr_port), "120", "OCTORIC_OCTOPUS_STATUS"], env=env,
             stdout=subprocess.PIPE, stderr=(tmp_path / "probe.log").open("wb"), text=True,
             start_new_session=True,
         )  # fmt: skip
@@ -132,7 +132,7 @@ def test_a1_policy_to_gnb_dropper_and_back(tmp_path: Path) -> None:
         def drops() -> int:
             return max(
                 (g["body"].get("drops", {}).get("packets", 0) for g in got
-                 if g["event"] == "status" and g["body"]["state"] == "enforced"), default=-1,
+                 if g["event"] == "message" and g["body"]["state"] == "enforced"), default=-1,
             )  # fmt: skip
 
         assert wait_until(lambda: drops() >= 0, 5), got[-5:]
