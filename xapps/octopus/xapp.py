@@ -61,7 +61,7 @@ from octoric.xapps.octopus.xapp_config import OctopusXappConfig
 log = logging.getLogger("xapps.octopus")
 NAME = "octopus"
 POLICY = "policy."  # SDL keys: policy.<instance id> -> {"body": ..., "seq": n, "deleting": b}
-REQUESTOR = 30500 & 0xFFFF  # RIC requestor ID of this xApp's controls
+REQUESTOR = OCTOPUS_POLICY_TYPE_ID  # RIC requestor ID (0..65535) of this xApp's controls
 
 
 def unix_ms() -> int:

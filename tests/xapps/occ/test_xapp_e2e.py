@@ -413,8 +413,8 @@ def test_run_plugin_component(env: Env) -> None:
     run_dir.mkdir()
     env.stack.rt.write(run_dir / "ric.json")
     ctx = RunContext(RunConfig(), run_dir)
-    # enabled by default: occ, handover, octopus (not built yet)
-    assert [c.name for c in components(ctx)] == ["xapp-occ", "xapp-handover"]
+    # enabled by default: occ, handover, octopus
+    assert [c.name for c in components(ctx)] == ["xapp-occ", "xapp-handover", "xapp-octopus"]
     comp = XappComponent(KNOWN["occ"], env.occ.rmr_port, env.occ.http_port)
     env.lt.call(comp.start(ctx))
     try:
