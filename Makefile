@@ -19,6 +19,8 @@ help:
 	@echo "make test-all  every suite, slow and sanitizer ones included"
 	@echo "make bench     benchmarks; writes docs/benchmarks.md"
 	@echo "make eval      OCC vs GCC vs PBE on ../shared/traces/mahimahi -> build/occ-eval/ (EVAL_ARGS=...)"
+	@echo "make charts    the xApps' Helm charts: lint, render, schema check, policy scan, descriptors"
+	@echo "make images    build the xApps' container images (docker or buildah; REGISTRY=, TAG=)"
 	@echo "make lint      ruff + mypy + the layers contract (import-linter) (+ clippy/rustfmt)"
 	@echo "make fmt       format Python and native code"
 	@echo "make setup     create .venv, install locked deps, build native parts, install redis-server"
@@ -96,10 +98,17 @@ EVAL_TRACES ?= ../shared/traces/mahimahi
 eval: setup
 	$(VENV)/bin/octoric eval occ --traces $(EVAL_TRACES) --json build/occ-eval/results.json $(EVAL_ARGS)
 
+# helm lint --strict, helm template x charts/ci values, strict schema check, checkov, descriptors
+# (installs helm, k8svalidate and checkov into build/tools on first use; docs/deploy.md)
 charts: setup
-	@if [ -d charts ] && ls charts/*/Chart.yaml >/dev/null 2>&1; then \
-	  for c in charts/*/Chart.yaml; do helm lint $$(dirname $$c); done; \
-	else echo "no charts yet"; fi
+	$(PY) -m octoric.deploy.charts
+
+# xApp images, where a builder exists (docker or buildah); REGISTRY/TAG name them
+REGISTRY ?= registry.local:5000
+TAG ?= 1.0.0
+.PHONY: images
+images: native
+	@bash charts/images.sh "$(REGISTRY)" "$(TAG)"
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -104,6 +104,9 @@ class XappShell:
         self.xapp: Any = None  # the RMRXapp once start_rmr ran
         self._send_lock = threading.Lock()
         self._ready = threading.Event()
+        # the message types the descriptor declares (rxMessages / txMessages), once declare() ran
+        self.rx_declared: frozenset[int] | None = None
+        self.tx_declared: frozenset[int] | None = None
         self.rmr_queue_len = RMR_QUEUE_LEN
         self.http.add("GET", "/ric/v1/health/alive", lambda r: Response.text("OK\n"))
         self.http.add("GET", "/ric/v1/health/ready", self._ready_probe)
@@ -163,6 +166,12 @@ class XappShell:
         return load_descriptor()
 
     # --- RMR ----------------------------------------------------------------------------------
+    def declare(self, rx: Collection[int], tx: Collection[int]) -> None:
+        """The RMR message types this xApp receives and sends, as its descriptor lists them
+        (a test holds descriptor and declaration equal). ``start_rmr`` then wants a handler
+        for exactly ``rx``, and ``send`` refuses (and counts) any type not in ``tx``."""
+        self.rx_declared, self.tx_declared = frozenset(rx), frozenset(tx)
+
     def start_rmr(self, handlers: dict[int, MessageHandler], inline: Collection[int] = ()) -> None:
         """Start the RMRXapp (blocks until RMR has a route table) and its dispatch thread.
 
@@ -174,6 +183,11 @@ class XappShell:
         import os
         import socket
 
+        if self.rx_declared is not None and set(handlers) != self.rx_declared:
+            raise XappError(
+                f"RMR handlers for {sorted(handlers)} but the descriptor declares "
+                f"{sorted(self.rx_declared)} (rxMessages)"
+            )
         ports = [self.rmr_port]
         rtg = os.environ.get("RMR_RTG_SVC", "")
         if rtg.isdigit():  # a bare port: RMR listens there for route-manager pushes
@@ -253,6 +267,10 @@ class XappShell:
         """Send one message by route table. No route or a dead peer is counted, not raised.
         ``xact=False`` leaves the transaction ID empty: for one-way publications, where
         ricxappframe's per-message UUID is pure cost."""
+        if self.tx_declared is not None and mtype not in self.tx_declared:
+            self.rmr_counters[f"tx_{mtype}_undeclared"] += 1
+            log.error("refusing to send message type %d: not in the descriptor's txMessages", mtype)
+            return False
         if self.xapp is None:
             self.rmr_counters["tx_not_started"] += 1
             return False

@@ -50,6 +50,8 @@ RC, KPM = "rc", "kpm"  # the kinds of subscription it holds: one per node, RC or
 SUB = "sub."  # SDL keys of the subscription records
 UE = "ue."  # SDL keys of the detector's UE tracks: ue.<AMF-UE-NGAP-ID>.<GUAMI>
 PERSIST_EVERY_S = 0.5
+RX_MESSAGES = (mt.RIC_INDICATION,)
+TX_MESSAGES = (mt.OCTORIC_HO_EVENT,)
 EXPIRE_EVERY_S = 1.0
 
 
@@ -68,6 +70,7 @@ class HandoverXapp:
         clock: Callable[[], int] = unix_ms,
     ) -> None:
         self.shell = XappShell(NAME, rmr_port, http_port, host, sdl)
+        self.shell.declare(RX_MESSAGES, TX_MESSAGES)
         self.cfg = HandoverXappConfig()
         self.detector = Detector(clock)
         self.counters: Counter[str] = Counter()

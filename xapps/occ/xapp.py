@@ -60,6 +60,8 @@ from octoric.xapps.occ.xapp_config import OccXappConfig
 log = logging.getLogger("xapps.occ")
 RIC_INDICATION = mt.RIC_INDICATION
 NAME = "occ"
+RX_MESSAGES = (mt.RIC_INDICATION, messages.HO_EVENT)
+TX_MESSAGES = (messages.ABW_REPORT,)
 KPM = "kpm"  # the one kind of subscription OCC holds per node
 
 
@@ -75,6 +77,7 @@ class OccXapp:
         resumed: Resumed | None = None,
     ) -> None:
         self.shell = XappShell(NAME, rmr_port, http_port, host, sdl)
+        self.shell.declare(RX_MESSAGES, TX_MESSAGES)
         self.sdl = self.shell.sdl
         self.cfg = OccXappConfig()
         self.engine = OccEngine(self.cfg.occ_config())

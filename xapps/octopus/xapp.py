@@ -61,6 +61,10 @@ from octoric.xapps.octopus.xapp_config import OctopusXappConfig
 log = logging.getLogger("xapps.octopus")
 NAME = "octopus"
 POLICY = "policy."  # SDL keys: policy.<instance id> -> {"body": ..., "seq": n, "deleting": b}
+RX_MESSAGES = (mt.A1_POLICY_REQ, mt.RIC_CONTROL_ACK, mt.RIC_CONTROL_FAILURE)
+TX_MESSAGES = (
+    mt.A1_POLICY_RESP, mt.A1_POLICY_QUERY, mt.RIC_CONTROL_REQ, mt.OCTORIC_OCTOPUS_STATUS,
+)  # fmt: skip
 REQUESTOR = OCTOPUS_POLICY_TYPE_ID  # RIC requestor ID (0..65535) of this xApp's controls
 
 
@@ -73,6 +77,7 @@ class OctopusXapp:
         self, rmr_port: int, http_port: int, host: str = "127.0.0.1", sdl: SdlStore | None = None
     ) -> None:
         self.shell = XappShell(NAME, rmr_port, http_port, host, sdl)
+        self.shell.declare(RX_MESSAGES, TX_MESSAGES)
         self.cfg = OctopusXappConfig()
         self.policies: dict[str, PolicyState] = {}
         self.counters: Counter[str] = Counter()

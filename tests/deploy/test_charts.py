@@ -1,0 +1,62 @@
+"""Issue #19: `make charts` passes on the real charts and fails on broken ones, and the
+descriptor a chart ships is the file `octoric run` registers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from octoric.deploy import charts
+from octoric.deploy.xapps_component import KNOWN
+
+pytestmark = pytest.mark.integration
+
+
+def _copy(name: str, tmp: Path) -> Path:
+    """A real copy of charts/<name> (symlinks resolved), named as the xApp."""
+    dst = tmp / name
+    shutil.copytree(charts.CHARTS / name, dst, symlinks=False)
+    return dst
+
+
+def test_the_charts_pass(shared_dir: Path) -> None:
+    report = charts.check(shared=shared_dir)
+    assert report.problems == []
+    assert len(report.checked) == len(charts.charts()) * len(charts.values_files()) >= 9
+
+
+def test_a_broken_template_fails(tmp_path: Path, shared_dir: Path) -> None:
+    chart = _copy("occ", tmp_path)
+    dep = chart / "templates" / "deployment.yaml"
+    dep.write_text(dep.read_text().replace("containerPort:", "containerPortt:", 1))
+    problems = charts.check([chart], shared=shared_dir).problems
+    assert any("unknown field" in p and "containerPortt" in p for p in problems), problems
+
+
+def test_an_insecure_chart_fails_the_policy_scan(tmp_path: Path, shared_dir: Path) -> None:
+    chart = _copy("handover", tmp_path)
+    values = chart / "values.yaml"
+    values.write_text(values.read_text().replace("allowPrivilegeEscalation: false",
+                                                 "allowPrivilegeEscalation: true"))  # fmt: skip
+    problems = charts.check([chart], shared=shared_dir).problems
+    assert any("checkov CKV_K8S_20" in p for p in problems), problems
+
+
+def test_a_descriptor_that_lies_about_its_messages_fails(tmp_path: Path, shared_dir: Path) -> None:
+    chart = _copy("octopus", tmp_path)
+    d = json.loads((chart / "config-file.json").read_text())
+    d["messaging"]["ports"][1]["txMessages"].remove("OCTORIC_OCTOPUS_STATUS")
+    d["controls"]["no_such_control"] = 1
+    (chart / "config-file.json").write_text(json.dumps(d))
+    problems = charts.check([chart], shared=shared_dir).problems
+    assert any("txMessages" in p and "OCTORIC_OCTOPUS_STATUS" in p for p in problems), problems
+    assert any("no_such_control" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("name", ["occ", "handover", "octopus"])
+def test_one_descriptor_for_the_chart_and_octoric_run(name: str) -> None:
+    shipped = (charts.CHARTS / name / "config-file.json").resolve()
+    assert shipped == KNOWN[name].descriptor_file.resolve()
