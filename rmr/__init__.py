@@ -19,6 +19,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from octoric.errors import OctoricError
 from octoric.native import LIB_NAME, rmr_candidates, rmr_library
@@ -65,6 +66,37 @@ def warm_ricxappframe_constants() -> None:
     cache: object = (rmrclib.get_constants.__defaults__ or ({},))[0]
     if isinstance(cache, dict) and not cache:
         cache.update(rmrclib.get_constants())
+
+
+def stream_ricxappframe_receives() -> None:
+    """Make ricxappframe's receive loop hand each message over as it arrives.
+
+    Its ``RmrLoop`` calls ``helpers.rmr_rcvall_msgs_raw``, which drains RMR into a list and
+    only then lets the loop queue them: under a burst the first message waits for the last
+    one's receive and summary (~30-50 us each in Python). The replacement yields each
+    (summary, buffer) as soon as it is received: the same messages, in the same order, one
+    at a time. Call before constructing an ``RMRXapp``; idempotent."""
+    from ricxappframe.rmr import helpers, rmr
+
+    if getattr(helpers.rmr_rcvall_msgs_raw, "octoric_stream", False):
+        return
+    batch = helpers.rmr_rcvall_msgs_raw
+
+    def rcv_stream(mrc: Any, pass_filter: Any = None, timeout: int = 0) -> Any:
+        if pass_filter is not None:  # not RmrLoop's call: ricxappframe's own behaviour
+            yield from batch(mrc, pass_filter, timeout)
+            return
+        while True:
+            mbuf = rmr.rmr_torcv_msg(mrc, rmr.rmr_alloc_msg(mrc, 4096), timeout)
+            timeout = 0  # as ricxappframe: only the first receive waits
+            summary = rmr.message_summary(mbuf)
+            if summary[rmr.RMR_MS_MSG_STATUS] != "RMR_OK":
+                rmr.rmr_free_msg(mbuf)
+                return
+            yield summary, mbuf
+
+    rcv_stream.octoric_stream = True  # type: ignore[attr-defined]
+    helpers.rmr_rcvall_msgs_raw = rcv_stream
 
 
 @dataclass(frozen=True)

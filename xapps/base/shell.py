@@ -205,6 +205,8 @@ class XappShell:
         from ricxappframe.xapp_frame import RMRXapp, rmr
 
         octoric.rmr.warm_ricxappframe_constants()
+        if os.environ.get("OCTORIC_RMR_BATCH_RECEIVE") != "1":  # A/B switch for the benchmark
+            octoric.rmr.stream_ricxappframe_receives()
 
         def wrap(fn: MessageHandler | None) -> Callable[[Any, dict[str, Any], Any], None]:
             def cb(xapp: Any, summary: dict[str, Any], sbuf: Any) -> None:
