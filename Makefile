@@ -55,10 +55,15 @@ redis:
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null
 
+E2SM_CRATE := e2sm/native/Cargo.toml
 native:
 	@if [ -f $(RMR_CRATE) ]; then \
 	  cargo build -q --release --manifest-path $(RMR_CRATE) && mkdir -p build/lib && \
 	  install -m 0755 rmr/target/release/librmr_si.so $(RMR_LIB); \
+	fi
+	@if [ -f $(E2SM_CRATE) ]; then \
+	  cargo build -q --release --manifest-path $(E2SM_CRATE) && mkdir -p build/lib && \
+	  install -m 0755 e2sm/native/target/release/libocto_e2sm.so build/lib/libocto_e2sm.so; \
 	fi
 
 lock:
@@ -115,16 +120,16 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
-	@if [ -f $(RMR_CRATE) ]; then \
-	  cargo fmt --manifest-path $(RMR_CRATE) -- --check && \
-	  cargo clippy -q --manifest-path $(RMR_CRATE) --all-targets -- -D warnings; fi
+	@for c in $(RMR_CRATE) $(E2SM_CRATE); do if [ -f $$c ]; then \
+	  cargo fmt --manifest-path $$c -- --check && \
+	  cargo clippy -q --manifest-path $$c --all-targets -- -D warnings || exit 1; fi; done
 
 fmt: setup
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
-	@if [ -f $(RMR_CRATE) ]; then cargo fmt --manifest-path $(RMR_CRATE); fi
+	@for c in $(RMR_CRATE) $(E2SM_CRATE); do if [ -f $$c ]; then cargo fmt --manifest-path $$c; fi; done
 
 clean:
 	rm -rf build $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
-	@if [ -f $(RMR_CRATE) ]; then cargo clean -q --manifest-path $(RMR_CRATE); fi
+	@for c in $(RMR_CRATE) $(E2SM_CRATE); do if [ -f $$c ]; then cargo clean -q --manifest-path $$c; fi; done
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -178,6 +178,11 @@ def decoders() -> dict[str, tuple[str, Decoder]]:
         out[f"rc:{rcls.__name__}"] = (rcls.ASN_TYPE, functools.partial(rc.decode_rc, rcls))
     fast = FastFormat3Decoder()
     out["fastpath:Format3"] = ("E2SM-KPM-IndicationMessage", fast.decode_message)
+    from octoric.e2sm.native import native_decoder
+
+    native = native_decoder()
+    if native is not None:  # the Rust decoder (e2sm/native), where make setup built it
+        out["native:Format3"] = ("E2SM-KPM-IndicationMessage", native.decode_message)
     out["envelope:RICindication"] = ("E2AP-PDU", decode_ric_indication)
     return out
 

@@ -3,8 +3,9 @@
 ``parse_indication(header, message)`` is the hot path of the OCC xApp (one call per RIC
 indication, every reporting period). It goes through ``IndicationDecoder``, so the decoder can
 be swapped without touching callers: ``GenericDecoder`` walks the pycrate-decoded value;
-``fastpath.FastFormat3Decoder`` (the default) reads Format 3 straight from the bytes and falls
-back to the generic decoder for anything it does not handle.
+``fastpath.FastFormat3Decoder`` reads Format 3 straight from the bytes and falls back to the
+generic decoder for anything it does not handle; ``native.NativeFormat3Decoder`` (the default
+where its library is built) does the same in Rust and hands the common case over as one array.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ if TYPE_CHECKING:
 
 
 def _default_decoder() -> IndicationDecoder:
-    return FastFormat3Decoder()
+    """The native decoder where ``make setup`` built it, else the Python fast path."""
+    from octoric.e2sm.native import native_decoder
+
+    return native_decoder() or FastFormat3Decoder()
 
 
 _DEFAULT: IndicationDecoder | None = None
@@ -102,6 +106,11 @@ def parse_indication(
             _DEFAULT = _default_decoder()
         decoder = _DEFAULT
     start = collect_start_of(header)
+    direct = getattr(decoder, "decode_columns", None)  # the native decoder's zero-copy path
+    if direct is not None:
+        cols: KpmColumns | None = direct(message, start, granularity_ms)
+        if cols is not None:
+            return cols
     return columns_from_series(decoder.decode_message(message), start, granularity_ms)
 
 

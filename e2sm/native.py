@@ -1,0 +1,205 @@
+"""The native KPM Format 3 decoder (``e2sm/native``, Rust, C ABI) behind the same interface as
+``fastpath.FastFormat3Decoder``: the same messages decoded to the same ``UeSeries``, the
+same refusals (anything it does not handle goes to the Python fast path, which hands it on to
+the generic decoder). ``make setup`` builds ``libocto_e2sm.so`` into ``build/lib``; without it
+:func:`native_decoder` answers None and callers keep the Python fast path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+import numpy as np
+
+from octoric.e2sm.common import Guami, UeId
+from octoric.e2sm.fastpath import FastFormat3Decoder, check_input
+from octoric.e2sm.kpm_series import KpmColumns, UeSeries
+
+LIB_NAME = "libocto_e2sm.so"
+_REPO = Path(__file__).resolve().parent.parent
+
+
+def library_path() -> Path | None:
+    """``$OCTORIC_E2SM_LIB``, ``$OCTORIC_LIB_DIR``, ``<repo>/build/lib``, then beside this file."""
+    cands = []
+    if os.environ.get("OCTORIC_E2SM_LIB"):
+        cands.append(Path(os.environ["OCTORIC_E2SM_LIB"]))
+    if os.environ.get("OCTORIC_LIB_DIR"):
+        cands.append(Path(os.environ["OCTORIC_LIB_DIR"]) / LIB_NAME)
+    cands += [_REPO / "build" / "lib" / LIB_NAME, Path(__file__).resolve().parent / LIB_NAME]
+    return next((p for p in cands if p.is_file()), None)
+
+
+_LIB: ctypes.CDLL | None = None
+
+
+def _lib() -> ctypes.CDLL | None:
+    global _LIB
+    if _LIB is None:
+        path = library_path()
+        if path is None:
+            return None
+        lib = ctypes.CDLL(str(path))
+        lib.octo_kpm_f3_decode.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        lib.octo_kpm_f3_decode.restype = ctypes.c_int32
+        lib.octo_kpm_f3_sizes.argtypes = [ctypes.c_void_p]
+        lib.octo_kpm_f3_sizes.restype = None
+        lib.octo_kpm_f3_fetch.argtypes = [ctypes.c_void_p] * 9
+        lib.octo_kpm_f3_fetch.restype = None
+        _LIB = lib
+    return _LIB
+
+
+class NativeFormat3Decoder:
+    """``IndicationDecoder``: native decode, the Python fast path (and generic) as fallback."""
+
+    def __init__(self) -> None:
+        lib = _lib()
+        if lib is None:
+            raise RuntimeError(f"{LIB_NAME} not found (make setup builds it)")
+        self.lib = lib
+        self.python = FastFormat3Decoder()
+        self.native = 0
+        self.fallbacks = 0
+        self._sizes = np.zeros(5, dtype=np.uint64)
+        self._names: dict[bytes, str] = {}
+        self._guamis: dict[tuple[bytes, int, int, int], Guami] = {}
+        self._ues: dict[tuple[object, ...], UeId] = {}
+
+    def decode_message(self, message: bytes) -> list[UeSeries]:
+        check_input(message, "E2SM-KPM-IndicationMessage")
+        data = bytes(message)
+        if self.lib.octo_kpm_f3_decode(data, len(data)) != 0:
+            self.fallbacks += 1
+            return self.python.decode_message(data)
+        self.native += 1
+        return self._series(*self._fetch())
+
+    def decode_columns(
+        self, message: bytes, collect_start: float, granularity_ms: int | None
+    ) -> KpmColumns | None:
+        """The (UE x metric x granule) columns straight from the decoder's buffer when every
+        UE reports the same metrics over the same number of granules (what gNBs send); None
+        otherwise (the caller stacks ``decode_message``'s series)."""
+        check_input(message, "E2SM-KPM-IndicationMessage")
+        data = bytes(message)
+        if self.lib.octo_kpm_f3_decode(data, len(data)) != 0:
+            return None
+        f = self._fetch()
+        n, meta, u64, refs, values, names = f[0], f[2], f[1], f[6], f[7], f[8]
+        if n == 0:
+            return None
+        nm, n_rec = int(meta[3]), int(u64[4])
+        m4, u6 = meta.reshape(n, 4), u64.reshape(n, 6)
+        if (
+            nm == 0
+            or not (m4[:, 3] == nm).all()
+            or not (u6[:, 4] == n_rec).all()
+            or not (refs.reshape(n, nm) == refs[:nm]).all()
+            or len(set(refs[:nm].tolist())) != nm  # a name twice: the series path renames
+        ):
+            return None
+        self.native += 1
+        gps = u6[:, 5]
+        gp = granularity_ms
+        if gp is None:
+            first = gps[gps > 0]
+            gp = int(first[0]) - 1 if len(first) and first[0] > 1 else None
+        step = (gp or 0) / 1000.0
+        timestamps = collect_start + step * np.arange(n_rec, dtype=np.float64)
+        metrics = [names[k] for k in refs[:nm].tolist()]
+        return KpmColumns(
+            self._ue_ids(*f[:6]), metrics, values[: n * nm * n_rec].reshape(n, nm, n_rec),
+            timestamps, gp, collect_start,
+        )  # fmt: skip
+
+    def _fetch(
+        self,
+    ) -> tuple[
+        int, np.ndarray, np.ndarray, np.ndarray, bytes, bytes, np.ndarray, np.ndarray, list[str]
+    ]:
+        sz = self._sizes
+        self.lib.octo_kpm_f3_sizes(sz.ctypes.data)
+        n, nv, nr, nn, nb = (int(x) for x in sz)
+        u64 = np.empty(n * 6, dtype=np.uint64)
+        meta = np.empty(n * 4, dtype=np.uint32)
+        f1ap = np.zeros(n * 4, dtype=np.uint64)
+        plmn = np.empty(n * 3, dtype=np.uint8)
+        ran = np.zeros(n * 8, dtype=np.uint8)
+        refs = np.empty(max(nr, 1), dtype=np.uint32)
+        values = np.empty(max(nv, 1), dtype=np.float64)
+        ends = np.empty(max(nn, 1), dtype=np.uint64)
+        blob = np.empty(max(nb, 1), dtype=np.uint8)
+        self.lib.octo_kpm_f3_fetch(
+            u64.ctypes.data, meta.ctypes.data, f1ap.ctypes.data, plmn.ctypes.data,
+            ran.ctypes.data, refs.ctypes.data, values.ctypes.data, ends.ctypes.data,
+            blob.ctypes.data,
+        )  # fmt: skip
+        raw = blob.tobytes()
+        names = []
+        start = 0
+        for end in ends[:nn].tolist():
+            b = raw[start:end]
+            s = self._names.get(b)
+            if s is None:
+                if len(self._names) >= 4096:  # bounded: names come from the peer
+                    self._names.clear()
+                s = self._names[b] = b.decode("ascii")
+            names.append(s)
+            start = end
+        return n, u64, meta, f1ap, plmn.tobytes(), ran.tobytes(), refs, values, names
+
+    def _ue_ids(
+        self, n: int, u64: np.ndarray, meta: np.ndarray, f1ap: np.ndarray, pb: bytes, rb: bytes
+    ) -> list[UeId | None]:
+        ul, ml, fl = u64.tolist(), meta.tolist(), f1ap.tolist()
+        out: list[UeId | None] = []
+        cache = self._ues
+        for i in range(n):
+            amf, region, aset, ptr = ul[i * 6 : i * 6 + 4]
+            du, nf, has_ran = ml[i * 4 : i * 4 + 3]
+            f1 = tuple(fl[i * 4 : i * 4 + nf])
+            ran_id = rb[i * 8 : i * 8 + 8] if has_ran else None
+            gkey = (pb[i * 3 : i * 3 + 3], region, aset, ptr)
+            key = (du, amf, gkey, f1, ran_id)
+            ue = cache.get(key)
+            if ue is None:
+                if du:
+                    ue = UeId("gNB-DU-UEID", f1ap_ids=f1, ran_ueid=ran_id)
+                else:
+                    g = self._guamis.get(gkey)
+                    if g is None:
+                        if len(self._guamis) >= 1024:
+                            self._guamis.clear()
+                        g = self._guamis[gkey] = Guami(*gkey)
+                    ue = UeId("gNB-UEID", amf, g, f1, ran_id, None)
+                if len(cache) >= 65536:  # bounded: identities come from the peer
+                    cache.clear()
+                cache[key] = ue
+            out.append(ue)
+        return out
+
+    def _series(
+        self, n: int, u64: np.ndarray, meta: np.ndarray, f1ap: np.ndarray, pb: bytes, rb: bytes,
+        refs: np.ndarray, values: np.ndarray, names: list[str],
+    ) -> list[UeSeries]:  # fmt: skip
+        ues = self._ue_ids(n, u64, meta, f1ap, pb, rb)
+        ul, ml = u64.tolist(), meta.tolist()
+        out = []
+        vi = ri = 0
+        for i in range(n):
+            n_rec, gp1 = ul[i * 6 + 4 : i * 6 + 6]
+            nm = ml[i * 4 + 3]
+            metrics = [names[k] for k in refs[ri : ri + nm].tolist()]
+            ri += nm
+            arr = values[vi : vi + nm * n_rec].reshape(nm, n_rec)
+            vi += nm * n_rec
+            out.append(UeSeries(ues[i], metrics, arr, None if gp1 == 0 else gp1 - 1))
+        return out
+
+
+def native_decoder() -> NativeFormat3Decoder | None:
+    """The native decoder, or None where its library is not built."""
+    return None if _lib() is None else NativeFormat3Decoder()
