@@ -1,4 +1,5 @@
-"""octoric's wheel carries its native RMR library: ``octoric/rmr/librmr_si.so``.
+"""octoric's wheel carries its native libraries: ``octoric/rmr/librmr_si.so`` (RMR) and
+``octoric/e2sm/libocto_e2sm.so`` (the native KPM decoder; without it the Python one runs).
 
 Everything else is in pyproject.toml. The wheel is a platform wheel (the library is x86-64
 Linux code), built from ``$OCTORIC_RMR_LIB`` when set (a library already built, e.g.
@@ -29,6 +30,15 @@ def _librmr() -> Path:
     return ROOT / "rmr" / "target" / "release" / "librmr_si.so"
 
 
+def _libe2sm() -> Path:
+    given = os.environ.get("OCTORIC_E2SM_LIB")
+    if given:
+        return Path(given)
+    crate = ROOT / "e2sm" / "native" / "Cargo.toml"
+    subprocess.run(["cargo", "build", "--release", "--manifest-path", str(crate)], check=True)
+    return ROOT / "e2sm" / "native" / "target" / "release" / "libocto_e2sm.so"
+
+
 class BuildPyWithRmr(build_py):
     def run(self) -> None:
         super().run()
@@ -36,6 +46,7 @@ class BuildPyWithRmr(build_py):
             return
         dst = Path(self.build_lib) / "octoric" / "rmr" / "librmr_si.so"
         shutil.copy2(_librmr(), dst)
+        shutil.copy2(_libe2sm(), Path(self.build_lib) / "octoric" / "e2sm" / "libocto_e2sm.so")
 
 
 class PlatformDistribution(Distribution):

@@ -30,16 +30,18 @@ import importlib, json, pkgutil, sys
 import octoric
 names, failed = [], {}
 for m in pkgutil.walk_packages(octoric.__path__, "octoric."):
-    if m.name.endswith("__main__") or m.name == "octoric.rmr.librmr_si":
-        continue  # a program, and the native RMR library (a C library, not a Python module)
+    native = ("octoric.rmr.librmr_si", "octoric.e2sm.libocto_e2sm")
+    if m.name.endswith("__main__") or m.name in native:
+        continue  # a program, and the native libraries (C ABI, not Python modules)
     names.append(m.name)
     try:
         importlib.import_module(m.name)
     except Exception as e:  # report every one, not the first
         failed[m.name] = f"{type(e).__name__}: {e}"
 dev = [p for p in ("pytest", "hypothesis", "mypy", "ruff") if importlib.util.find_spec(p)]
+from octoric.e2sm import native
 print(json.dumps({"modules": names, "failed": failed, "dev_installed": dev,
-                  "file": octoric.__file__}))
+                  "file": octoric.__file__, "e2sm_lib": str(native.library_path())}))
 """
 
 
@@ -68,7 +70,8 @@ def test_production_install_imports_every_module(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
     pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    build_env = {**os.environ, "OCTORIC_RMR_LIB": str(LIB)}
+    build_env = {**os.environ, "OCTORIC_RMR_LIB": str(LIB),
+                 "OCTORIC_E2SM_LIB": str(LIB.with_name("libocto_e2sm.so"))}  # fmt: skip
     r = subprocess.run(
         [*pip, str(src), "-c", str(REPO / "requirements.lock")],
         capture_output=True, text=True, timeout=900, env=build_env,
@@ -86,6 +89,7 @@ def test_production_install_imports_every_module(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr[-3000:]
     out = __import__("json").loads(r.stdout.strip().splitlines()[-1])
     assert str(venv) in out["file"], f"imported the wrong octoric: {out['file']}"
+    assert str(venv) in out["e2sm_lib"], out  # the wheel's native KPM decoder is the one found
     assert out["failed"] == {}, out["failed"]
     assert out["dev_installed"] == []
     mods = set(out["modules"])
