@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 from octoric.bench import Benchmark, BenchResult, median_of
+from octoric.contracts import kpm as K
 from octoric.xapps.occ import kernel
 from octoric.xapps.occ.engine import OccEngine
 from octoric.xapps.occ.reference import ReferenceEngine
@@ -41,8 +42,8 @@ def _indications(n: int, seed: int = 11) -> list[bytes]:
 
     rng = np.random.default_rng(seed)
     b = random_batch(rng, N_UE, N_GRANULE)
-    extra = {"OCC.McsDl": rng.integers(0, 28, (N_UE, N_GRANULE)).astype(np.float64),
-             "DRB.UEThpDl": rng.uniform(0, 50_000, (N_UE, N_GRANULE))}  # fmt: skip
+    extra = {K.MCS_DL: rng.integers(0, 28, (N_UE, N_GRANULE)).astype(np.float64),
+             K.UE_THP_DL: rng.uniform(0, 50_000, (N_UE, N_GRANULE))}  # fmt: skip
     cols = [np.rint(b[m] if m in b else extra[m]).astype(int) for m in kpm.OCC_MEASUREMENTS]
     guami = Guami(b"\x00\xf1\x10", 2, 1, 1)
     reports = tuple(
