@@ -3,7 +3,9 @@
 Standard library only, so a video sender can vendor this one file.
 
 - ``json``: a UTF-8 JSON object ``{"ue": 17, "target_bps": 12000000, "fallback": false,
-  "ts": 1763812345.123}`` (``ts``: unix time the xApp sent it, seconds).
+  "ts": 1763812345.123, "t_ms": 1763812345120}`` (``ts``: unix time the xApp sent it, seconds;
+  ``t_ms``: the time of the newest KPM sample behind the estimate, ms, as the gNB stamped it;
+  absent from older xApps).
 - ``remb``: an RTCP compound packet: a PSFB REMB (PT 206, FMT 15, draft-alvestrand-rmcat-remb:
   "REMB", SSRC count, 6-bit exponent, 18-bit mantissa, the SSRC list), then an RTCP APP packet
   (PT 204, subtype 0, name ``OCCF``) whose first data byte carries the fallback flag in bit 0.
@@ -44,6 +46,7 @@ class Feedback:
     fallback: bool
     ue: int | None = None  # json only
     ts: float | None = None  # json only: when the xApp sent it (unix s)
+    t_ms: int | None = None  # json only: the newest KPM sample behind the estimate (ms)
     ssrcs: tuple[int, ...] = ()  # remb only: the media SSRCs it applies to
     sender_ssrc: int | None = None  # remb only
     received_at: float = 0.0  # set by FeedbackListener (unix s)
@@ -83,13 +86,17 @@ def encode_remb_feedback(
 
 
 def encode_json_feedback(
-    ue: int, target_bps: float, fallback: bool, ts: float | None = None
+    ue: int, target_bps: float, fallback: bool, ts: float | None = None, t_ms: int | None = None
 ) -> bytes:
-    return json.dumps(
-        {"ue": ue, "target_bps": round(target_bps), "fallback": fallback,
-         "ts": round(time.time() if ts is None else ts, 6)},
-        separators=(",", ":"),
-    ).encode()  # fmt: skip
+    """The JSON datagram: what ``json.dumps(..., separators=(",", ":"))`` writes for the
+    object, formatted directly (the xApp sends one per flow and estimate change)."""
+    stamp = round(time.time() if ts is None else ts, 6)
+    tail = "" if t_ms is None else f',"t_ms":{int(t_ms)}'
+    fb = "true" if fallback else "false"
+    return (
+        f'{{"ue":{int(ue)},"target_bps":{round(target_bps)},"fallback":{fb},'
+        f'"ts":{float.__repr__(stamp) if isinstance(stamp, float) else int(stamp)}{tail}}}'
+    ).encode()
 
 
 # --- parsing (used by senders) ----------------------------------------------------------------
@@ -111,7 +118,10 @@ def _parse_json(data: bytes) -> Feedback:
         raise FeedbackFormatError("JSON feedback: 'target_bps' must be a number >= 0")
     if ts is not None and (not isinstance(ts, (int, float)) or isinstance(ts, bool)):
         raise FeedbackFormatError("JSON feedback: 'ts' must be a number")
-    return Feedback("json", float(br), fb, ue=ue, ts=None if ts is None else float(ts))
+    t_ms = obj.get("t_ms")
+    if t_ms is not None and (not isinstance(t_ms, int) or isinstance(t_ms, bool)):
+        raise FeedbackFormatError("JSON feedback: 't_ms' must be an integer")
+    return Feedback("json", float(br), fb, ue=ue, ts=None if ts is None else float(ts), t_ms=t_ms)
 
 
 def _parse_rtcp(data: bytes) -> Feedback:

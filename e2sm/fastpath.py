@@ -81,7 +81,9 @@ def read_real(content: bytes) -> float:
     if first == 0x42:
         return math.nan
     if first == 0x43:
-        return -0.0
+        # X.690 minus zero; the generic decoder (pycrate) reads it as plus zero and the
+        # fast paths give what it gives (a zero's sign means nothing to a KPM value)
+        return 0.0
     raise Fallback  # decimal encodings: rare, leave them to the generic decoder
 
 

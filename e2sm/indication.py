@@ -40,7 +40,19 @@ _DEFAULT: IndicationDecoder | None = None
 
 
 def collect_start_of(header: bytes) -> float:
-    """Unix time of an E2SM-KPM-IndicationHeader's colletStartTime."""
+    """Unix time of an E2SM-KPM-IndicationHeader's colletStartTime.
+
+    The usual header is format 1 with the time stamp alone: one octet of preamble (CHOICE and
+    SEQUENCE extension bits, four absent optionals, padding: all zero) and the 8 octets. That
+    one is read directly (9 bytes, first 0x00: the generic decoder reads exactly this); any
+    other goes to the generic decoder."""
+    if len(header) == 9 and header[0] == 0:
+        return ntp_to_unix(bytes(header[1:]))
+    return collect_start_generic(header)
+
+
+def collect_start_generic(header: bytes) -> float:
+    """``collect_start_of`` by the generic decoder alone (the fast path's oracle)."""
     value = codec.decode("E2SM-KPM-IndicationHeader", header)
     try:
         return ntp_to_unix(value["indicationHeader-formats"][1]["colletStartTime"])
@@ -92,6 +104,15 @@ def columns_from_series(
     )
 
 
+def default_decoder() -> IndicationDecoder:
+    """The process's KPM message decoder: the native one where built, else the Python fast
+    path (chosen on first use)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = _default_decoder()
+    return _DEFAULT
+
+
 def parse_indication(
     header: bytes,
     message: bytes,
@@ -100,11 +121,8 @@ def parse_indication(
 ) -> KpmColumns:
     """Columnar data of a KPM indication (header + message bytes of a RIC indication).
     ``granularity_ms`` is used when the message does not carry granulPeriod."""
-    global _DEFAULT
     if decoder is None:
-        if _DEFAULT is None:
-            _DEFAULT = _default_decoder()
-        decoder = _DEFAULT
+        decoder = default_decoder()
     start = collect_start_of(header)
     direct = getattr(decoder, "decode_columns", None)  # the native decoder's zero-copy path
     if direct is not None:

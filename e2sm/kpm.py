@@ -59,8 +59,10 @@ def real_to_asn(x: float) -> tuple[int, int, int]:
 def real_from_asn(v: Any) -> float:
     m, base, e = v
     if m is None or base is None or e is None:
-        # pycrate's special values (infinities / NaN)
-        return float("nan") if m is None else (math.inf if m > 0 else -math.inf)
+        # pycrate's special values: (1|-1, None, None) the infinities, (0, None, None) NaN
+        if m is None or m == 0:
+            return float("nan")
+        return math.inf if m > 0 else -math.inf
     try:
         if base == 2:
             return math.ldexp(float(m), int(e))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,23 @@ from octoric.e2sm.fastpath import FastFormat3Decoder, check_input
 from octoric.e2sm.kpm_series import KpmColumns, UeSeries
 
 LIB_NAME = "libocto_e2sm.so"
+NTP_UNIX_OFFSET = 2_208_988_800  # seconds from 1900 to 1970 (common.ntp_to_unix)
+_ABSENT = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class NativeIndication:
+    """The RICindication fields the native whole-PDU decode reports."""
+
+    requestor_id: int
+    instance_id: int
+    ran_function_id: int
+    action_id: int
+    sn: int | None
+    insert: bool
+    collect_start: float  # the KPM header's colletStartTime, unix seconds
+
+
 _REPO = Path(__file__).resolve().parent.parent
 
 
@@ -48,6 +66,11 @@ def _lib() -> ctypes.CDLL | None:
         lib.octo_kpm_f3_sizes.restype = None
         lib.octo_kpm_f3_fetch.argtypes = [ctypes.c_void_p] * 9
         lib.octo_kpm_f3_fetch.restype = None
+        if hasattr(lib, "octo_ric_indication_decode"):  # a library built before it lacks it
+            lib.octo_ric_indication_decode.argtypes = [
+                ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p
+            ]  # fmt: skip
+            lib.octo_ric_indication_decode.restype = ctypes.c_int32
         _LIB = lib
     return _LIB
 
@@ -64,9 +87,14 @@ class NativeFormat3Decoder:
         self.native = 0
         self.fallbacks = 0
         self._sizes = np.zeros(5, dtype=np.uint64)
+        self._info = np.zeros(8, dtype=np.uint64)
+        self.whole_pdu = hasattr(lib, "octo_ric_indication_decode")
         self._names: dict[bytes, str] = {}
         self._guamis: dict[tuple[bytes, int, int, int], Guami] = {}
         self._ues: dict[tuple[object, ...], UeId] = {}
+        # whole UE lists by their raw identity columns: a gNB names the same UEs in the same
+        # order report after report, so the per-UE work below runs once per UE set
+        self._lists: dict[tuple[object, ...], list[UeId | None]] = {}
 
     def decode_message(self, message: bytes) -> list[UeSeries]:
         check_input(message, "E2SM-KPM-IndicationMessage")
@@ -87,6 +115,34 @@ class NativeFormat3Decoder:
         data = bytes(message)
         if self.lib.octo_kpm_f3_decode(data, len(data)) != 0:
             return None
+        return self._columns(collect_start, granularity_ms)
+
+    def decode_ric_indication(
+        self, pdu: bytes, granularity_ms: int | None = None
+    ) -> tuple[NativeIndication, KpmColumns] | None:
+        """A whole E2AP RICindication carrying KPM Format 3 in one native call (envelope,
+        the time-stamp-only header, the message): its fields and the columns. None when the
+        PDU is not the usual one (a call process ID, header options, another format, a
+        non-uniform message, anything malformed): the caller takes the Python path
+        (``envelope.decode_ric_indication`` + ``parse_indication``), which gives the same
+        answer for what this reads and decides everything else."""
+        if not self.whole_pdu:
+            return None
+        data = bytes(pdu)
+        info = self._info
+        if self.lib.octo_ric_indication_decode(data, len(data), info.ctypes.data) != 0:
+            return None
+        requestor, instance, rfid, action, sn, insert, ntp, _ = info.tolist()
+        start = (ntp >> 32) - NTP_UNIX_OFFSET + (ntp & 0xFFFFFFFF) / (1 << 32)
+        cols = self._columns(start, granularity_ms)
+        if cols is None:
+            return None
+        ind = NativeIndication(requestor, instance, rfid, action,
+                               None if sn == _ABSENT else sn, bool(insert), start)  # fmt: skip
+        return ind, cols
+
+    def _columns(self, collect_start: float, granularity_ms: int | None) -> KpmColumns | None:
+        """``decode_columns`` of the message the library decoded last."""
         f = self._fetch()
         n, meta, u64, refs, values, names = f[0], f[2], f[1], f[6], f[7], f[8]
         if n == 0:
@@ -154,6 +210,13 @@ class NativeFormat3Decoder:
     def _ue_ids(
         self, n: int, u64: np.ndarray, meta: np.ndarray, f1ap: np.ndarray, pb: bytes, rb: bytes
     ) -> list[UeId | None]:
+        """The UEs of a decoded message. The same list object is returned for the same
+        identity columns: callers read it, never change it."""
+        ids = u64.reshape(n, 6)[:, :4]
+        lkey = (n, ids.tobytes(), meta.reshape(n, 4)[:, :3].tobytes(), f1ap.tobytes(), pb, rb)
+        hit = self._lists.get(lkey)
+        if hit is not None:
+            return hit
         ul, ml, fl = u64.tolist(), meta.tolist(), f1ap.tolist()
         out: list[UeId | None] = []
         cache = self._ues
@@ -179,6 +242,9 @@ class NativeFormat3Decoder:
                     cache.clear()
                 cache[key] = ue
             out.append(ue)
+        if len(self._lists) >= 256:  # bounded: identities come from the peer
+            self._lists.clear()
+        self._lists[lkey] = out
         return out
 
     def _series(

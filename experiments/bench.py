@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -50,7 +50,7 @@ from octoric.deploy.xapp_env import descriptor, xapp_environment
 from octoric.e2sm import rc
 from octoric.e2sm.common import Guami, UeId
 from octoric.e2sm.e2ap_ies import RanFunction
-from octoric.e2sm.node_session import ScriptedNode
+from octoric.e2sm.node_session import E2NodeSession, ScriptedNode
 from octoric.redis_server import free_port
 from octoric.ric.stack import LoopThread, RicStack, free_pair, running_ric
 from octoric.supervisor import stop_process_group
@@ -316,12 +316,17 @@ def _measure_in(tmp: Path, wl: Workload, n_gnbs: int, duration_s: float) -> dict
             inside = _get(f"http://127.0.0.1:{http}/handover/v1/status").get("latency_ms", {})
             e2t = _e2term_forward(stack)
         finally:
-            for n in nodes:
-                loop.call(n.stop())
-            loop.stop()
-            for p in procs:
-                p.stop()
+            stop_all(loop, nodes, procs)
     return {"got": got, "hooked": hooked, "elapsed": elapsed, "inside": inside, "e2t": e2t}
+
+
+def stop_all(loop: LoopThread, nodes: Sequence[E2NodeSession[Any, Any]], procs: list[Proc]) -> None:
+    """A benchmark's teardown: its E2 nodes (on their loop), the loop, its processes."""
+    for n in nodes:
+        loop.call(n.stop())
+    loop.stop()
+    for p in procs:
+        p.stop()
 
 
 def _webhook(

@@ -28,6 +28,7 @@ BENCH_MODULES = [
     "octoric.xapps.occ.bench",
     "octoric.xapps.octopus.bench",
     "octoric.experiments.bench",
+    "octoric.experiments.loop_bench",
 ]
 
 
@@ -83,9 +84,10 @@ def discover() -> list[Benchmark]:
     return found
 
 
-def _cli_json(name: str, quick: bool) -> dict[str, Any] | None:
+def _cli_json(name: str, quick: bool) -> Any:
     """The figures of ``octoric bench NAME --json`` when NAME is one area whose bench module
-    defines ``cli_json(quick) -> dict`` (e.g. occ: ``{"ue_samples_per_s": ...}``)."""
+    defines ``cli_json(quick)`` (e.g. occ: ``{"ue_samples_per_s": ...}``; loop: one row per
+    configuration); None when it defines none."""
     for module in BENCH_MODULES:
         try:
             mod = importlib.import_module(module)
@@ -95,8 +97,7 @@ def _cli_json(name: str, quick: bool) -> dict[str, Any] | None:
             raise
         fn = getattr(mod, "cli_json", None)
         if fn is not None and any(b.area == name for b in getattr(mod, "BENCHMARKS", [])):
-            figures: dict[str, Any] = fn(quick)
-            return figures
+            return fn(quick)
     return None
 
 

@@ -3,10 +3,13 @@ sender's change/refresh policy."""
 
 from __future__ import annotations
 
+import json
 import struct
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from octoric.contracts.feedback import (
     FeedbackFormatError,
@@ -58,6 +61,9 @@ def test_json_round_trip() -> None:
         False,
         1.5,
     )
+    assert fb.t_ms is None  # an older xApp's datagram
+    fb = parse_feedback(encode_json_feedback(17, 1e6, False, ts=1.5, t_ms=1_763_812_345_120))
+    assert fb.t_ms == 1_763_812_345_120
 
 
 @pytest.mark.parametrize(
@@ -68,6 +74,7 @@ def test_json_round_trip() -> None:
         b'{"ue": "a", "target_bps": 1, "fallback": false}',
         b'{"ue": 1, "target_bps": -1, "fallback": false}',
         b'{"ue": 1, "target_bps": 1, "fallback": 0}',
+        b'{"ue": 1, "target_bps": 1, "fallback": false, "t_ms": 1.5}',
         b"[1]",
         b"\x8f\xce\x00\x06REMB",  # length beyond the datagram
         bytes([0x8F, 206, 0, 4]) + b"\0" * 8 + b"XXXX" + b"\0" * 4,  # no REMB identifier
@@ -117,5 +124,54 @@ def test_guami_mismatch_is_not_sent() -> None:
         assert lst.get(0.1) is None and s.counters["guami_mismatch"] == 1
         s.update(7, UeTarget(2e6, False, "00f110:1:1:0", 2))
         assert lst.get(1) is not None
+    finally:
+        lst.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ue=st.integers(0, (1 << 40) - 1),
+    target=st.floats(0, 1e12, allow_nan=False),
+    fallback=st.booleans(),
+    ts=st.one_of(st.floats(0, 4e9, allow_nan=False), st.integers(0, 4_000_000_000)),
+    t_ms=st.one_of(st.none(), st.integers(0, 1 << 45)),
+)
+def test_json_datagram_is_what_json_dumps_writes(
+    ue: int, target: float, fallback: bool, ts: float, t_ms: int | None
+) -> None:
+    obj: dict[str, object] = {"ue": ue, "target_bps": round(target), "fallback": fallback,
+                              "ts": round(ts, 6)}  # fmt: skip
+    if t_ms is not None:
+        obj["t_ms"] = t_ms
+    want = json.dumps(obj, separators=(",", ":")).encode()
+    assert encode_json_feedback(ue, target, fallback, ts=ts, t_ms=t_ms) == want
+
+
+def test_update_batch_sends_what_update_would() -> None:
+    """One indication's columns through ``update_batch``: the UEs with flows get exactly the
+    datagrams per-UE ``update`` calls would send (t_ms included), the others nothing; a new
+    flow hears the xApp's current target through ``lookup``."""
+    import numpy as np
+
+    lst = FeedbackListener()
+    try:
+        s = FeedbackSender(min_change=0.02, max_interval_s=10.0)
+        for ue in (5, 9):
+            s.add(Flow(f"f{ue}", ue, "127.0.0.1", lst.address[1], "json"))
+        ids = np.array([4, 5, 9], dtype=np.int64)
+        s.update_batch(ids, np.array([1e6, 2e6, np.nan]), np.array([False, True, False]),
+                       [None, None, None], 777)  # fmt: skip
+        got = lst.drain() + [x for x in [lst.get(0.3)] if x is not None]
+        assert [(f.ue, f.target_bps, f.fallback, f.t_ms) for f in got] == [(5, 2e6, True, 777)]
+        assert 4 not in s.targets and 9 not in s.targets  # no flow / not finite: not kept
+        s.update_batch(ids, np.array([1e6, 2.01e6, 3e6]), np.array([False, True, False]),
+                       [None, None, None], 778)  # fmt: skip
+        got = [lst.get(0.5)]
+        assert [(f.ue, f.t_ms) for f in got if f] == [(9, 778)]  # 5 moved by 0.5%: held
+        assert lst.get(0.1) is None
+        s.lookup = lambda ue: UeTarget(4e6, False, None, 779) if ue == 4 else None
+        s.add(Flow("f4", 4, "127.0.0.1", lst.address[1], "json"))
+        fb = lst.get(0.5)
+        assert fb is not None and (fb.ue, fb.target_bps, fb.t_ms) == (4, 4e6, 779)
     finally:
         lst.close()

@@ -204,3 +204,23 @@ def test_fast_and_generic_refuse_the_same_malformed_records(old: bytes, new: byt
         indication.GenericDecoder().decode_message(bad)
     with pytest.raises(E2smDecodeError):
         FastFormat3Decoder().decode_message(bad)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ts=st.binary(min_size=8, max_size=8))
+def test_header_fast_path_equals_generic_decoder(ts: bytes) -> None:
+    from octoric.e2sm.indication import collect_start_generic, collect_start_of
+
+    hdr = kpm.encode_kpm(kpm.KpmIndicationHeader(ts))
+    assert len(hdr) == 9 and hdr[0] == 0  # the layout the fast path reads
+    assert collect_start_of(hdr) == collect_start_generic(hdr)
+
+
+def test_header_with_optionals_goes_to_the_generic_decoder() -> None:
+    from octoric.e2sm.indication import collect_start_of
+
+    hdr = kpm.encode_kpm(kpm.KpmIndicationHeader(ntp_timestamp(1_763_812_345.5), sender_name="gnb"))
+    assert len(hdr) != 9
+    assert collect_start_of(hdr) == 1_763_812_345.5
+    with pytest.raises(E2smDecodeError):
+        collect_start_of(b"\x00" * 4)  # truncated: the generic decoder's error

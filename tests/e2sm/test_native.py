@@ -4,6 +4,8 @@ benchmark message; and it really decodes natively what the Python fast path deco
 
 from __future__ import annotations
 
+import functools
+import math
 import struct
 
 import numpy as np
@@ -12,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from testkit import strategies as S
 
-from octoric.e2sm import indication, kpm
+from octoric.e2sm import e2ap, indication, kpm
 from octoric.e2sm.common import Guami, UeId, ntp_timestamp
 from octoric.e2sm.errors import E2smDecodeError
 from octoric.e2sm.fastpath import FastFormat3Decoder
@@ -47,6 +49,32 @@ def _same(a: list[indication.UeSeries], b: list[indication.UeSeries]) -> None:
 def test_native_equals_generic(native: NativeFormat3Decoder, msg: kpm.KpmIndicationMessage) -> None:
     raw = kpm.encode_kpm(msg)
     _same(native.decode_message(raw), indication.GenericDecoder().decode_message(raw))
+
+
+@pytest.mark.parametrize("special", [0x40, 0x41, 0x42, 0x43])
+def test_special_reals_agree_across_the_three_decoders(
+    native: NativeFormat3Decoder, special: int
+) -> None:
+    """X.690 special REAL values (8.5.9): +inf, -inf, NaN, minus zero. Found by the corrupted
+    bytes test below (the generic path read NaN as -inf, pycrate reads minus zero as +0):
+    the generic decoder now reads NaN as NaN, and the fast paths give +0 for minus zero as it
+    does, so all three agree."""
+    rec = kpm.MeasRecord((1, 2.5, kpm.NOT_SATISFIED, None, 70000, -3.75e-5))
+    msg = kpm.KpmIndicationMessage(kpm.IndicationFormat3((kpm.UeReport(
+        UeId.gnb(7, GUAMI, 0), kpm.IndicationFormat1(
+            (rec, rec), tuple(kpm.MeasInfo(f"M.{k}") for k in range(6)), 1)),)))  # fmt: skip
+    raw = bytearray(kpm.encode_kpm(msg))
+    raw[67] = special  # the first content octet of the second record's last REAL
+    data = bytes(raw)
+    want = {0x40: math.inf, 0x41: -math.inf, 0x42: math.nan, 0x43: 0.0}[special]
+    generic = indication.GenericDecoder().decode_message(data)
+    for got in (native.decode_message(data), FastFormat3Decoder().decode_message(data)):
+        _same(got, generic)
+    v = float(generic[0].values[5, 1])
+    if math.isnan(want):
+        assert math.isnan(v)
+    else:
+        assert v == want and math.copysign(1, v) == math.copysign(1, want)
 
 
 @settings(max_examples=300, deadline=None)
@@ -146,3 +174,105 @@ def test_the_benchmark_indication_takes_the_zero_copy_path(native: NativeFormat3
     assert native.native == before + 1 and native.fallbacks == fell
     _, ref = indication.parse_ric_indication(pdu, FastFormat3Decoder())
     _same_columns(cols, ref)
+
+
+@functools.cache
+def _bench_pdu() -> bytes:
+    from octoric.e2sm.bench import build_indication
+
+    return build_indication()[0]
+
+
+def _python_path(pdu: bytes) -> tuple[object, indication.KpmColumns] | Exception:
+    """The envelope reader + parse_indication (the Python fast path), or what it raised."""
+    from octoric.e2sm.envelope import decode_ric_indication
+
+    try:
+        ind = decode_ric_indication(pdu)
+        return ind, indication.parse_indication(ind.header, ind.message, FastFormat3Decoder())
+    except Exception as e:  # compared, not handled
+        return e
+
+
+def _check_whole_pdu(native: NativeFormat3Decoder, pdu: bytes) -> bool:
+    """The native whole-PDU decode either declines or equals the Python path; True if it
+    decoded."""
+    got = native.decode_ric_indication(pdu)
+    if got is None:
+        return False
+    ref = _python_path(pdu)
+    assert not isinstance(ref, Exception), f"native accepted what Python refused: {ref!r}"
+    ind, cols = ref
+    nind, ncols = got
+    assert isinstance(ind, e2ap.RicIndication)
+    rid = ind.request_id
+    assert (nind.requestor_id, nind.instance_id) == (rid.requestor_id, rid.instance_id)
+    assert nind.ran_function_id == ind.ran_function_id
+    assert nind.action_id == ind.action_id
+    assert nind.sn == ind.sn
+    assert nind.insert == (ind.indication_type == "insert")
+    assert nind.collect_start == cols.collect_start
+    _same_columns(ncols, cols)
+    return True
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    S.kpm_messages,
+    st.one_of(st.none(), st.integers(0, 65535)),
+    st.booleans(),
+    st.integers(0, 65535),
+    st.integers(0, 4095),
+    st.binary(min_size=8, max_size=8),
+)
+def test_whole_pdu_equals_the_python_path(
+    native: NativeFormat3Decoder, msg: kpm.KpmIndicationMessage, sn: int | None, insert: bool,
+    inst: int, rfid: int, ts: bytes,
+) -> None:  # fmt: skip
+    from octoric.e2sm import e2ap
+    from octoric.e2sm.e2ap_ies import RicRequestId
+
+    hdr = kpm.encode_kpm(kpm.KpmIndicationHeader(ts))
+    pdu = e2ap.encode_e2ap(e2ap.RicIndication(
+        RicRequestId(7, inst), rfid, 3, hdr, kpm.encode_kpm(msg), "insert" if insert else "report",
+        sn,
+    ))  # fmt: skip
+    _check_whole_pdu(native, pdu)
+
+
+def test_whole_pdu_reads_the_benchmark_indication_and_declines_the_unusual(
+    native: NativeFormat3Decoder,
+) -> None:
+    from octoric.e2sm import e2ap
+    from octoric.e2sm.bench import build_indication
+    from octoric.e2sm.e2ap_ies import RicRequestId
+
+    pdu, _, _ = build_indication()
+    assert len(pdu) > 16384  # fragmented length determinants on the way
+    assert _check_whole_pdu(native, pdu)
+    ind = e2ap.decode_e2ap(pdu)
+    assert isinstance(ind, e2ap.RicIndication)
+    # a call process ID, or a header with its optional strings: the Python path's
+    for other in (
+        e2ap.RicIndication(ind.request_id, 2, 1, ind.header, ind.message, sn=1,
+                           call_process_id=b"\x01"),
+        e2ap.RicIndication(ind.request_id, 2, 1, kpm.encode_kpm(kpm.KpmIndicationHeader(
+            ntp_timestamp(1.5), sender_name="gnb")), ind.message, sn=1),
+    ):  # fmt: skip
+        raw = e2ap.encode_e2ap(other)
+        assert native.decode_ric_indication(raw) is None
+        assert not isinstance(_python_path(raw), Exception)
+    # a RIC indication of another RAN function and message: declined or equal
+    rc_like = e2ap.encode_e2ap(e2ap.RicIndication(RicRequestId(1, 1), 3, 1, b"\x01", b"\x02"))
+    assert not _check_whole_pdu(native, rc_like)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 60000), st.integers(0, 255), st.integers(0, 3))
+def test_whole_pdu_on_corrupted_bytes(native: NativeFormat3Decoder, pos: int, byte: int,
+                                      cut: int) -> None:  # fmt: skip
+    pdu = bytearray(_bench_pdu())
+    pdu[pos % len(pdu)] = byte
+    if cut:
+        pdu = pdu[: len(pdu) - cut * 7]
+    _check_whole_pdu(native, bytes(pdu))  # never raises; equal whenever it decodes

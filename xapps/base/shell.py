@@ -97,6 +97,7 @@ class XappShell:
         self.registry = CollectorRegistry()
         self.http = HttpServer(host, http_port)
         self.rmr_counters: Counter[str] = Counter()
+        self.last_tx_failure: str | None = None  # why the last failed send failed
         self.config_errors = 0
         self.last_config_error = ""
         self.on_config: Callable[[dict[str, Any]], None] | None = None
@@ -205,6 +206,7 @@ class XappShell:
         from ricxappframe.xapp_frame import RMRXapp, rmr
 
         octoric.rmr.warm_ricxappframe_constants()
+        octoric.rmr.fast_ricxappframe_payloads()
         if os.environ.get("OCTORIC_RMR_BATCH_RECEIVE") != "1":  # A/B switch for the benchmark
             octoric.rmr.stream_ricxappframe_receives()
 
@@ -299,6 +301,7 @@ class XappShell:
                     time.sleep(0.001)
                 why = "no_route" if state == rmr.RMR_ERR_NOENDPT else f"state_{state}"
                 self.rmr_counters[f"tx_{mtype}_failed_{why}"] += 1
+                self.last_tx_failure = why
                 return False
             finally:
                 rmr.rmr_free_msg(sbuf)

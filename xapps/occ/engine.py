@@ -74,8 +74,9 @@ class OccEngine:
         self._n_slots = 0  # slots ever handed out (high-water mark)
         self._alloc(max(1, capacity))
         self._now = -1  # latest time seen (ms)
-        self._cache_ids: npt.NDArray[np.int64] | None = None
-        self._cache_slots: npt.NDArray[np.int64] | None = None
+        # slots of UE-id lists seen before (one per node: each names its UEs in the same order
+        # report after report); cleared whenever a slot is created or freed
+        self._slot_cache: dict[bytes, npt.NDArray[np.int64]] = {}
 
     # --- state storage ------------------------------------------------------------------
     def _alloc(self, cap: int) -> None:
@@ -149,14 +150,14 @@ class OccEngine:
         self._last_out[s] = (np.nan, 0.0)
         self._slot_of[ue] = s
         self.stats.ues_created += 1
-        self._cache_ids = None
+        self._slot_cache.clear()
         return s
 
     def _drop_slot(self, ue: int) -> None:
         s = self._slot_of.pop(ue)
         self._in_use[s] = False
         self._free.append(s)
-        self._cache_ids = None
+        self._slot_cache.clear()
 
     # --- public API -----------------------------------------------------------------------
     @property
@@ -225,6 +226,21 @@ class OccEngine:
             "dq_v": self._dq_v[s].copy(), "flags": flags, "last_out": self._last_out[s].copy(),
         }  # fmt: skip
 
+    def export_states(self) -> tuple[list[int], dict[str, npt.NDArray[np.generic]]]:
+        """Every UE's state at once: (UE ids, arrays whose row i is ``export_ue`` of UE i).
+        One fancy-indexed copy per array (a checkpoint of 1000 UEs in ~0.2 ms, not 1000
+        ``export_ue`` calls on the indication path)."""
+        ues = list(self._slot_of)
+        slots = np.fromiter((self._slot_of[u] for u in ues), dtype=np.int64, count=len(ues))
+        flags = np.stack([self._ho[slots].astype(np.int64), self._touch[slots].astype(np.int64)],
+                         axis=1)  # fmt: skip
+        return ues, {
+            "ist": self._ist[slots], "fst": self._fst[slots], "ring_u": self._ring_u[slots],
+            "ring_a": self._ring_a[slots], "ring_c": self._ring_c[slots],
+            "dq_t": self._dq_t[slots], "dq_v": self._dq_v[slots], "flags": flags,
+            "last_out": self._last_out[slots],
+        }  # fmt: skip
+
     def import_ue(self, ue_id: int, state: Mapping[str, npt.NDArray[np.generic]]) -> None:
         """Restore a UE from ``export_ue`` output of an engine with the same config. Raises
         ``OccInputError`` ("state") for arrays that do not fit, changing nothing."""
@@ -255,7 +271,7 @@ class OccEngine:
         self._touch[s] = int(flags[1])
         self._last_out[s] = state["last_out"]
         self._now = max(self._now, int(self._ist[s, K.I_LAST_T]), int(flags[1]))
-        self._cache_ids = None
+        self._slot_cache.clear()
 
     def ingest(
         self,
@@ -322,13 +338,13 @@ class OccEngine:
             raise OccInputError("time", f"t0_ms must be an integer >= 0, got {t0_ms!r}")
         t0 = int(t0_ms)
         ids = ue_id_array(ue_ids)
-        cache = self._cache_ids
-        hit = cache is not None and self._cache_slots is not None and np.array_equal(cache, ids)
-        if not hit:
+        key = ids.tobytes()
+        cached = self._slot_cache.get(key)
+        if cached is None:
             check_unique(ids)  # a cached id list was checked when it was cached
         blk = build_block(ids, metrics, self.config.prb_total_dl)
-        if hit and self._cache_slots is not None:
-            slots = self._cache_slots
+        if cached is not None:
+            slots = cached
             known = np.ones(ids.shape[0], dtype=np.bool_)
         else:
             lookup = [self._slot_of.get(int(u), -1) for u in ids.tolist()]
@@ -347,12 +363,11 @@ class OccEngine:
         if not known.all():
             slots = slots.copy()
             for i in np.flatnonzero(~known).tolist():
-                slots[i] = self._new_slot(int(ids[i]), t0)
-            self._cache_ids = ids.copy()
-            self._cache_slots = slots
-        elif cache is None or self._cache_slots is not slots:
-            self._cache_ids = ids.copy()
-            self._cache_slots = slots
+                slots[i] = self._new_slot(int(ids[i]), t0)  # clears the cache
+        if cached is None:
+            if len(self._slot_cache) >= 1024:
+                self._slot_cache.clear()
+            self._slot_cache[key] = slots
         return ids, slots, blk, t0
 
 

@@ -14,7 +14,11 @@ import socket
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
 
 from octoric.contracts.feedback import encode_json_feedback, encode_remb_feedback
 from octoric.xapps.occ.flows import Flow
@@ -48,9 +52,13 @@ class FeedbackSender:
         self._lock = threading.Lock()
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._sock6: socket.socket | None = None
+        # the current target of a UE this sender holds none for (update_batch keeps only
+        # those of UEs with flows): the xApp's own records
+        self.lookup: Callable[[int], UeTarget | None] | None = None
 
     # --- registry -------------------------------------------------------------------------
     def add(self, flow: Flow) -> None:
+        known = self.lookup(flow.ue) if self.lookup is not None else None
         with self._lock:
             old = self.flows.get(flow.id)
             if old is not None:
@@ -59,6 +67,8 @@ class FeedbackSender:
             self._by_ue.setdefault(flow.ue, set()).add(flow.id)
             self._sent.pop(flow.id, None)
             t = self.targets.get(flow.ue)
+            if t is None and known is not None and math.isfinite(known.target_bps):
+                t = self.targets[flow.ue] = known
             if t is not None:  # a new flow hears the current target at once
                 self._send(flow, t, time.monotonic())
 
@@ -95,6 +105,35 @@ class FeedbackSender:
                 if last is None or self._due(last, target, now):
                     self._send(flow, target, now)
 
+    def update_batch(
+        self,
+        ue_ids: npt.NDArray[np.int64],
+        target_bps: npt.NDArray[np.float64],
+        fallback: npt.NDArray[np.bool_],
+        guamis: list[str | None],
+        t_ms: int,
+    ) -> None:
+        """``update`` for every UE of one ingested indication, under one lock; only UEs with
+        a registered flow cost anything (their targets are the ones kept)."""
+        if not self._by_ue:  # no flows at all (read without the lock: a dict is never torn)
+            return
+        with self._lock:
+            by_ue = self._by_ue
+            hits = [(i, u) for i, u in enumerate(ue_ids.tolist()) if by_ue.get(u)]
+            if not hits:
+                return
+            now = time.monotonic()
+            for i, u in hits:
+                bps = float(target_bps[i])
+                if not math.isfinite(bps):
+                    continue
+                target = UeTarget(bps, bool(fallback[i]), guamis[i], t_ms)
+                self.targets[u] = target
+                for fid in by_ue[u]:
+                    last = self._sent.get(fid)
+                    if last is None or self._due(last, target, now):
+                        self._send(self.flows[fid], target, now)
+
     def forget(self, ue: int) -> None:
         with self._lock:
             self.targets.pop(ue, None)
@@ -124,7 +163,7 @@ class FeedbackSender:
         if flow.format == "remb":
             data = encode_remb_feedback(flow.sender_ssrc, t.target_bps, t.fallback, flow.ssrcs)
         else:
-            data = encode_json_feedback(flow.ue, t.target_bps, t.fallback)
+            data = encode_json_feedback(flow.ue, t.target_bps, t.fallback, t_ms=t.t_ms)
         try:
             if ":" in flow.host:
                 if self._sock6 is None:

@@ -11,6 +11,7 @@ counted as ``unknown_ue``; an indication with none left is rejected with that re
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -19,7 +20,8 @@ from octoric.e2sm import kpm
 from octoric.e2sm.e2ap import RicIndication
 from octoric.e2sm.errors import E2smError
 from octoric.e2sm.fastpath import decode_ric_indication
-from octoric.e2sm.indication import parse_indication
+from octoric.e2sm.indication import default_decoder, parse_indication
+from octoric.e2sm.kpm_series import KpmColumns
 from octoric.xapps.base.errors import XappError
 from octoric.xapps.occ import metrics as M
 from octoric.xapps.occ.degraded import ESTIMATED, STANDARD, DegradedInputs
@@ -61,18 +63,52 @@ def engine_input(
 ) -> EngineInput:
     """``degraded``: when the indication has none of OCC's vendor measurements but has the
     standard ones, estimate the former (OCC's degraded mode, ``degraded.py``) instead of
-    rejecting it."""
+    rejecting it.
+
+    PDU bytes go through the native decoder's whole-PDU path when it is built and the PDU is
+    the usual one (``native.decode_ric_indication``); any other goes through the envelope
+    reader and ``parse_indication``, with the same result where both apply."""
+    if isinstance(pdu, bytes | bytearray):
+        fused = _native(pdu)
+        if fused is not None:
+            nind, cols = fused
+            if nind.ran_function_id != kpm.RAN_FUNCTION_ID:
+                raise _not_kpm(nind.ran_function_id)
+            return _from_columns(nind.sn, nind.ran_function_id, cols, granularity_ms, degraded)
     ind = pdu if isinstance(pdu, RicIndication) else decode_indication(pdu)
     if ind.ran_function_id != kpm.RAN_FUNCTION_ID:
-        raise IndicationError(
-            "not_kpm", f"RAN function {ind.ran_function_id}, expected KPM ({kpm.RAN_FUNCTION_ID})"
-        )
+        raise _not_kpm(ind.ran_function_id)
     try:
         cols = parse_indication(ind.header, ind.message)
     except E2smError as e:
         raise IndicationError("undecodable", str(e)) from None
     except (ValueError, TypeError, IndexError, KeyError) as e:  # decoder edge cases
         raise IndicationError("undecodable", f"{type(e).__name__}: {e}") from None
+    return _from_columns(ind.sn, ind.ran_function_id, cols, granularity_ms, degraded)
+
+
+def _not_kpm(ran_function_id: int) -> IndicationError:
+    return IndicationError(
+        "not_kpm", f"RAN function {ran_function_id}, expected KPM ({kpm.RAN_FUNCTION_ID})"
+    )
+
+
+def _native(pdu: bytes | bytearray) -> tuple[Any, KpmColumns] | None:
+    dec = default_decoder()
+    whole = getattr(dec, "decode_ric_indication", None)
+    if whole is None:
+        return None
+    out: tuple[Any, KpmColumns] | None = whole(pdu, None)
+    return out
+
+
+def _from_columns(
+    sn: int | None,
+    ran_function_id: int,
+    cols: KpmColumns,
+    granularity_ms: int,
+    degraded: DegradedInputs | None,
+) -> EngineInput:
     if cols.ue_ids == [None] or not cols.ue_ids:
         raise IndicationError("not_ue_level", "no per-UE reports (KPM format 3 expected)")
     if cols.granularity_ms is None:
@@ -95,40 +131,60 @@ def engine_input(
     )
     if missing and not estimate:
         raise IndicationError("missing_metric", f"missing measurements {missing}")
+    keep, ids, guamis = _ue_rows(cols.ue_ids)
+    dropped = {}
+    if len(keep) < len(cols.ue_ids):
+        dropped["unknown_ue"] = len(cols.ue_ids) - len(keep)
+    if not len(keep):
+        raise IndicationError(
+            "unknown_ue", "no UE carries an AMF-UE-NGAP-ID (UEID-GNB); cannot key any UE"
+        )
+    rows = keep
+    metrics = {}
+    for name in (*M.REQUIRED, M.PRB_TOTAL, *(STANDARD if estimate else ())):
+        if name in cols.metrics:
+            metrics[name] = np.ascontiguousarray(cols.values[rows, cols.metrics.index(name), :])
+    ue_ids = ids.copy()
+    if estimate and degraded is not None:
+        metrics = degraded.complete(ue_ids, metrics, granularity_ms)
+    return EngineInput(
+        sn,
+        ran_function_id,
+        round(cols.collect_start * 1000.0),
+        ue_ids,
+        list(guamis),
+        metrics,
+        n_g,
+        dropped,
+    )
+
+
+# UE lists the decoder handed out, by identity (it hands out the same list for the same UEs,
+# report after report): (that list, rows kept, their AMF-UE-NGAP-IDs, their GUAMIs)
+_Rows = tuple[npt.NDArray[np.intp], npt.NDArray[np.int64], list[str | None]]
+_UE_ROWS: dict[int, tuple[list[Any], _Rows]] = {}
+
+
+def _ue_rows(ues: list[Any]) -> _Rows:
+    """The rows with an AMF-UE-NGAP-ID (gNB-UEID), their ids and GUAMIs; the per-UE loop
+    runs once per UE list the decoder returns."""
+    hit = _UE_ROWS.get(id(ues))
+    if hit is not None and hit[0] is ues:
+        return hit[1]
     keep = []
     ids = []
     guamis: list[str | None] = []
-    for i, u in enumerate(cols.ue_ids):
+    for i, u in enumerate(ues):
         if u is None or u.kind != "gNB-UEID" or u.amf_ue_ngap_id is None:
             continue
         keep.append(i)
         ids.append(u.amf_ue_ngap_id)
         guamis.append(guami_str(u.guami))
-    dropped = {}
-    if len(keep) < len(cols.ue_ids):
-        dropped["unknown_ue"] = len(cols.ue_ids) - len(keep)
-    if not keep:
-        raise IndicationError(
-            "unknown_ue", "no UE carries an AMF-UE-NGAP-ID (UEID-GNB); cannot key any UE"
-        )
-    rows = np.asarray(keep)
-    metrics = {}
-    for name in (*M.REQUIRED, M.PRB_TOTAL, *(STANDARD if estimate else ())):
-        if name in cols.metrics:
-            metrics[name] = np.ascontiguousarray(cols.values[rows, cols.metrics.index(name), :])
-    ue_ids = np.asarray(ids, dtype=np.int64)
-    if estimate and degraded is not None:
-        metrics = degraded.complete(ue_ids, metrics, granularity_ms)
-    return EngineInput(
-        ind.sn,
-        ind.ran_function_id,
-        round(cols.collect_start * 1000.0),
-        ue_ids,
-        guamis,
-        metrics,
-        n_g,
-        dropped,
-    )
+    out = (np.asarray(keep, dtype=np.intp), np.asarray(ids, dtype=np.int64), guamis)
+    if len(_UE_ROWS) >= 256:
+        _UE_ROWS.clear()
+    _UE_ROWS[id(ues)] = (ues, out)  # the list is held, so its id is not reused meanwhile
+    return out
 
 
 def without_rows(inp: EngineInput, bad_ue_ids: tuple[int, ...], reason: str) -> EngineInput | None:

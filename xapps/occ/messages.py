@@ -8,11 +8,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
+import orjson
 
 from octoric.contracts import message_types as mt
 from octoric.contracts.schemas import ABW_SCHEMA, VERSION
@@ -23,8 +24,16 @@ HO_EVENT = mt.OCTORIC_HO_EVENT
 BOTTLENECK_NAMES = {int(b): b.name.lower() for b in Bottleneck}
 
 
-def _rate(x: float) -> int | None:
-    return round(x) if math.isfinite(x) else None
+def _rates(a: npt.NDArray[np.float64]) -> list[int | None]:
+    """Rates as integer bit/s (Python's round(): half to even), None where not finite."""
+    ok = np.isfinite(a) & (np.abs(a) < 2.0**62)
+    out: list[int | None] = np.rint(np.where(ok, a, 0.0)).astype(np.int64).tolist()
+    if not ok.all():
+        out = [
+            v if good else (round(x) if math.isfinite(x) else None)
+            for v, good, x in zip(out, ok.tolist(), a.tolist(), strict=True)
+        ]
+    return out
 
 
 def abw_report(
@@ -36,37 +45,31 @@ def abw_report(
     guamis: list[str | None],
     sent_at: float,
 ) -> dict[str, Any]:
-    """The 30500 payload of one ingested indication (rates bit/s; None where not finite)."""
+    """The 30500 payload of one ingested indication (rates bit/s; None where not finite).
+    Columns are converted whole (numpy), then zipped into the per-UE objects the schema has."""
     t0 = batch.t_ms - n_granules + 1
-    ues = []
-    tg = np.where(np.isfinite(batch.target_bps_granules), batch.target_bps_granules, -1.0)
-    tg_list = np.rint(tg).astype(np.int64).tolist()
-    rows = zip(
-        batch.ue_ids.tolist(), batch.target_bps.tolist(), batch.cp_bps.tolist(),
-        batch.frame_abw_bps.tolist(), batch.fair_share_bps.tolist(),
-        batch.cp_prime_bps.tolist(), batch.frame_interval_ms.tolist(),
-        batch.frame_aware.tolist(), batch.bottleneck.tolist(), batch.handover.tolist(),
-        batch.fallback.tolist(), batch.outage.tolist(), tg_list, guamis, strict=True,
+    g = batch.target_bps_granules
+    ok = np.isfinite(g) & (g >= 0) & (g < 2.0**62)
+    gran: list[list[int | None]] = np.rint(np.where(ok, g, 0.0)).astype(np.int64).tolist()
+    if not ok.all():
+        gran = [
+            [v if k else None for v, k in zip(row, krow, strict=True)]
+            for row, krow in zip(gran, ok.tolist(), strict=True)
+        ]
+    names = [BOTTLENECK_NAMES.get(b, "unknown") for b in batch.bottleneck.tolist()]
+    cols = (
+        batch.ue_ids.tolist(), guamis, _rates(batch.target_bps), batch.fallback.tolist(),
+        batch.handover.tolist(), batch.outage.tolist(), names, _rates(batch.cp_bps),
+        _rates(batch.frame_abw_bps), _rates(batch.fair_share_bps), _rates(batch.cp_prime_bps),
+        batch.frame_interval_ms.tolist(), batch.frame_aware.tolist(), gran,
     )  # fmt: skip
-    for ue, tgt, cp, b, cf, cpp, d, aware, bn, ho, fb, out, gran, guami in rows:
-        ues.append(
-            {
-                "ue": ue,
-                "guami": guami,
-                "target_bps": _rate(tgt),
-                "fallback": fb,
-                "handover": ho,
-                "outage": out,
-                "bottleneck": BOTTLENECK_NAMES.get(bn, "unknown"),
-                "cp_bps": _rate(cp),
-                "frame_abw_bps": _rate(b),
-                "fair_share_bps": _rate(cf),
-                "cp_prime_bps": _rate(cpp),
-                "frame_interval_ms": d,
-                "frame_aware": aware,
-                "target_bps_granules": [None if v < 0 else v for v in gran],
-            }
-        )
+    ues = [
+        {"ue": ue, "guami": gm, "target_bps": tgt, "fallback": fb, "handover": ho,
+         "outage": out, "bottleneck": bn, "cp_bps": cp, "frame_abw_bps": b,
+         "fair_share_bps": cf, "cp_prime_bps": cpp, "frame_interval_ms": d,
+         "frame_aware": aware, "target_bps_granules": gr}
+        for ue, gm, tgt, fb, ho, out, bn, cp, b, cf, cpp, d, aware, gr in zip(*cols, strict=True)
+    ]  # fmt: skip
     return {
         "schema": ABW_SCHEMA,
         "version": VERSION,
@@ -83,4 +86,6 @@ def abw_report(
 
 
 def encode(obj: dict[str, Any]) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
+    """Compact JSON (orjson: the report is encoded per indication; ~10x json's speed, the same
+    bytes for these payloads)."""
+    return orjson.dumps(obj)

@@ -3,7 +3,7 @@ estimate. Standard library only (read by a restarting xApp before the engine loa
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from octoric.xapps.base.identity import guami_str
@@ -31,7 +31,15 @@ class UeRecord:
     updated_at: float  # unix s
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """``dataclasses.asdict(self)`` (every field is a scalar), without its deep copy: the
+        SDL writer calls it for every UE every ``state_period_ms``."""
+        return {
+            "ue": self.ue, "guami": self.guami, "meid": self.meid, "t_ms": self.t_ms,
+            "target_bps": self.target_bps, "fallback": self.fallback, "handover": self.handover,
+            "bottleneck": self.bottleneck, "cp_bps": self.cp_bps,
+            "frame_abw_bps": self.frame_abw_bps, "fair_share_bps": self.fair_share_bps,
+            "frame_interval_ms": self.frame_interval_ms, "updated_at": self.updated_at,
+        }  # fmt: skip
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> UeRecord:

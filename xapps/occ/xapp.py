@@ -20,12 +20,16 @@ through state snapshots (``latest``) under a lock.
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import threading
 import time
 from collections import Counter, deque
 from dataclasses import asdict, replace
 from typing import Any
+
+import orjson
 
 from octoric.contracts import message_types as mt
 from octoric.contracts.ho_event import HoEventError, parse_ho_event
@@ -49,7 +53,6 @@ from octoric.xapps.occ.flows import Flow, parse_flow
 from octoric.xapps.occ.kpm_input import (
     EngineInput,
     IndicationError,
-    decode_indication,
     engine_input,
     without_rows,
 )
@@ -62,6 +65,7 @@ RIC_INDICATION = mt.RIC_INDICATION
 NAME = "occ"
 RX_MESSAGES = (mt.RIC_INDICATION, messages.HO_EVENT)
 TX_MESSAGES = (messages.ABW_REPORT,)
+NO_ROUTE_BACKOFF_S = 1.0  # a subscriber's new route is used within this
 KPM = "kpm"  # the one kind of subscription OCC holds per node
 
 
@@ -83,8 +87,13 @@ class OccXapp:
         self.engine = OccEngine(self.cfg.occ_config())
         self.fp = persist.fingerprint(self.engine.config)
         self.feedback = feedback or FeedbackSender()
+        self.feedback.lookup = self._target_of
         self.resumed = resumed  # what resume_feedback read before this object existed
-        self.latest: dict[int, UeRecord] = {}
+        # the newest estimate per UE: indications leave their batch in _pending (per node,
+        # newest last) and the records are built when something reads them (REST, the SDL
+        # writer every state_period_ms, handovers), not 100 objects per indication
+        self._latest: dict[int, UeRecord] = {}
+        self._pending: dict[str, tuple[AbwBatch, list[str | None], float]] = {}
         self.counters: Counter[str] = Counter()
         self.node_subs = NodeSubscriptions(
             self.shell, self._wants, submgr, self.counters, sdl_prefix=persist.SUB
@@ -102,9 +111,11 @@ class OccXapp:
         self.started_at = time.time()
         self._lock = threading.Lock()  # latest
         self._dirty: set[int] = set()
-        self._ckpt_out: dict[str, bytes] = {}
+        # the newest checkpoint not yet written: (UE ids, their state arrays, fingerprint)
+        self._ckpt_out: tuple[list[int], dict[str, Any], str] | None = None
         self._sdl_delete: set[str] = set()
         self._last_ckpt = time.monotonic()
+        self._no_route_until = 0.0  # reports are not built before this (monotonic)
         self._stop = threading.Event()
         self.shell.on_config = self.apply_config
         self.shell.on_subscription_response = self.node_subs.on_response
@@ -184,7 +195,9 @@ class OccXapp:
             self.resumed = resume_feedback(
                 self.sdl, self.feedback, self.engine.config.expire_ms / 1000.0
             )
-        self.latest.update(self.resumed.records)
+        with self._lock:
+            self._materialize()
+            self._latest.update(self.resumed.records)
         self._sdl_delete.update(self.resumed.stale_keys)
         self.restored["flows"] = self.resumed.flows
         self.restored["ues"] = len(self.resumed.records)
@@ -217,7 +230,7 @@ class OccXapp:
         self.counters["indications"] += 1
         try:
             inp = engine_input(
-                decode_indication(msg.payload),
+                msg.payload,
                 self.cfg.granularity_ms,
                 self.degraded if self.cfg.degraded_mode else None,
             )
@@ -232,26 +245,44 @@ class OccXapp:
         batch, used = self._ingest(inp, msg.meid)
         if batch is None or used is None:
             return
+        # the senders first: they are what the loop is for (the report is for subscribers)
+        self.feedback.update_batch(
+            batch.ue_ids, batch.target_bps, batch.fallback, used.guamis, batch.t_ms
+        )
         for reason, n in used.dropped.items():
             self.dropped_rows[reason] += n
         sent_at = time.time()
+        with self._lock:
+            self._pending.pop(msg.meid, None)  # re-inserted last: the dict is in time order
+            self._pending[msg.meid] = (batch, used.guamis, sent_at)
         if self.cfg.publish_reports:
-            report = messages.abw_report(
-                batch, msg.meid, msg.sub_id, used.sn, used.n_granules, used.guamis, sent_at
-            )
-            if self.shell.send(
-                messages.ABW_REPORT, messages.encode(report), meid=msg.meid, retries=2
-            ):
-                self.counters["reports_sent"] += 1
-            else:
-                self.counters["reports_unsent"] += 1
-        self._publish_latest(batch, used, msg.meid, sent_at)
+            self._report(batch, used, msg, sent_at)
         n = len(batch) * used.n_granules
         self.counters["ue_samples"] += n
         self.rate.add(time.monotonic(), n)
         self.latency.observe(time.perf_counter() - t_start)
         if time.monotonic() - self._last_ckpt >= self.cfg.checkpoint_period_ms / 1000.0:
             self._checkpoint()
+
+    def _report(self, batch: AbwBatch, used: EngineInput, msg: RmrMessage, at: float) -> None:
+        """One 30500 with every UE of the indication. While RMR has no route for it (nobody
+        subscribed) reports are not built for ``NO_ROUTE_BACKOFF_S``, only counted."""
+        now = time.monotonic()
+        if now < self._no_route_until:
+            self.counters["reports_skipped_no_route"] += 1
+            return
+        report = messages.abw_report(
+            batch, msg.meid, msg.sub_id, used.sn, used.n_granules, used.guamis, at
+        )
+        # one-way publication: no transaction ID (ricxappframe would make a UUID per message)
+        if self.shell.send(
+            messages.ABW_REPORT, messages.encode(report), meid=msg.meid, retries=2, xact=False
+        ):
+            self.counters["reports_sent"] += 1
+            return
+        self.counters["reports_unsent"] += 1
+        if self.shell.last_tx_failure == "no_route":
+            self._no_route_until = now + NO_ROUTE_BACKOFF_S
 
     def _ingest(self, inp: EngineInput, meid: str) -> tuple[AbwBatch | None, EngineInput | None]:
         """Ingest; rows the engine faults by UE are dropped and the rest retried once."""
@@ -275,26 +306,39 @@ class OccXapp:
         self._reject("internal", "rows still rejected after dropping the faulty ones", meid)
         return None, None
 
-    def _publish_latest(self, batch: AbwBatch, inp: EngineInput, meid: str, now: float) -> None:
+    def _materialize(self) -> None:
+        """Turn the pending batches into UE records, oldest first (hold ``_lock``)."""
+        if not self._pending:
+            return
         names = messages.BOTTLENECK_NAMES
-        rows = zip(
-            batch.ue_ids.tolist(), batch.target_bps.tolist(), batch.fallback.tolist(),
-            batch.handover.tolist(), batch.bottleneck.tolist(), batch.cp_bps.tolist(),
-            batch.frame_abw_bps.tolist(), batch.fair_share_bps.tolist(),
-            batch.frame_interval_ms.tolist(), inp.guamis, strict=True,
-        )  # fmt: skip
-        recs = []
-        for ue, tgt, fb, ho, bn, cp, b, cf, d, guami in rows:
-            recs.append(
-                UeRecord(ue, guami, meid, batch.t_ms, tgt, fb, ho, names.get(bn, "unknown"),
-                         cp, b, cf, d, now)
+        pending, self._pending = self._pending, {}
+        for meid, (batch, guamis, now) in pending.items():
+            rows = zip(
+                batch.ue_ids.tolist(), batch.target_bps.tolist(), batch.fallback.tolist(),
+                batch.handover.tolist(), batch.bottleneck.tolist(), batch.cp_bps.tolist(),
+                batch.frame_abw_bps.tolist(), batch.fair_share_bps.tolist(),
+                batch.frame_interval_ms.tolist(), guamis, strict=True,
             )  # fmt: skip
+            for ue, tgt, fb, ho, bn, cp, b, cf, d, guami in rows:
+                self._latest[ue] = UeRecord(
+                    ue, guami, meid, batch.t_ms, tgt, fb, ho, names.get(bn, "unknown"), cp, b,
+                    cf, d, now,
+                )  # fmt: skip
+                self._dirty.add(ue)
+
+    @property
+    def latest(self) -> dict[int, UeRecord]:
+        """The newest record per UE (built from the pending batches on read)."""
         with self._lock:
-            for r in recs:
-                self.latest[r.ue] = r
-                self._dirty.add(r.ue)
-        for r in recs:
-            self.feedback.update(r.ue, UeTarget(r.target_bps, r.fallback, r.guami, r.t_ms))
+            self._materialize()
+            return self._latest
+
+    def _target_of(self, ue: int) -> UeTarget | None:
+        """The UE's current target, for a flow registered after its last indication."""
+        with self._lock:
+            self._materialize()
+            r = self._latest.get(ue)
+        return None if r is None else UeTarget(r.target_bps, r.fallback, r.guami, r.t_ms)
 
     def on_ho_event(self, msg: RmrMessage) -> None:
         try:
@@ -316,10 +360,11 @@ class OccXapp:
             return
         fallback = latest[1]
         with self._lock:
-            rec = self.latest.get(ue)
+            self._materialize()
+            rec = self._latest.get(ue)
             if rec is not None:
                 rec = replace(rec, fallback=fallback, handover=start, updated_at=time.time())
-                self.latest[ue] = rec
+                self._latest[ue] = rec
                 self._dirty.add(ue)
         if rec is not None:
             self.feedback.update(ue, UeTarget(rec.target_bps, fallback, rec.guami, rec.t_ms))
@@ -327,19 +372,16 @@ class OccXapp:
     def _checkpoint(self) -> None:
         """Engine state of every UE -> the SDL writer; forget UEs the engine expired."""
         self._last_ckpt = time.monotonic()
-        blobs = {}
-        for ue in self.engine.ue_ids:
-            state = self.engine.export_ue(ue)
-            if state is not None:
-                blobs[f"{persist.CKPT}{ue}"] = persist.pack_state(state, self.fp)
-        known = set(self.engine.ue_ids)
+        ues, states = self.engine.export_states()  # copies; packed by the SDL writer
+        known = set(ues)
         horizon = time.time() - self.engine.config.expire_ms / 1000.0
         with self._lock:
-            gone = [u for u, r in self.latest.items() if u not in known and r.updated_at < horizon]
+            self._materialize()
+            gone = [u for u, r in self._latest.items() if u not in known and r.updated_at < horizon]
             for u in gone:
-                del self.latest[u]
+                del self._latest[u]
                 self._sdl_delete.update({f"{persist.UE}{u}", f"{persist.CKPT}{u}"})
-            self._ckpt_out.update(blobs)
+            self._ckpt_out = (ues, states, self.fp)  # a newer one replaces one not written
         for u in gone:
             self.feedback.forget(u)
         self.counters["checkpoints"] += 1
@@ -347,16 +389,23 @@ class OccXapp:
     # --- SDL writer -------------------------------------------------------------------------------
     def _flush(self) -> None:
         with self._lock:
+            self._materialize()
             dirty = {
-                f"{persist.UE}{u}": self.latest[u].to_json()
+                f"{persist.UE}{u}": self._latest[u].to_json()
                 for u in self._dirty
-                if u in self.latest
+                if u in self._latest
             }
             self._dirty.clear()
-            blobs, self._ckpt_out = self._ckpt_out, {}
+            ckpt, self._ckpt_out = self._ckpt_out, None
             deletes, self._sdl_delete = self._sdl_delete, set()
+        blobs = {}
+        if ckpt is not None:
+            ues, states, fp = ckpt
+            for i, ue in enumerate(ues):
+                one = {k: v[i] for k, v in states.items()}
+                blobs[f"{persist.CKPT}{ue}"] = persist.pack_state(one, fp)
         try:
-            self.sdl.set_many_json(dirty)
+            self.sdl.set_many({k: _record_bytes(v) for k, v in dirty.items()})
             self.sdl.set_many(blobs)
             self.sdl.delete(*deletes)
         except Exception as e:  # Redis down: keep running, retry the UE records next time
@@ -450,7 +499,8 @@ class OccXapp:
 
     def ue_records(self) -> list[UeRecord]:
         with self._lock:
-            return sorted(self.latest.values(), key=lambda r: r.ue)
+            self._materialize()
+            return sorted(self._latest.values(), key=lambda r: r.ue)
 
     def flows(self) -> list[Flow]:
         return self.feedback.list_flows()
@@ -460,7 +510,8 @@ class OccXapp:
         if not ue_s.isdigit():
             raise RestError(400, "bad_ue", f"UE id must be an AMF-UE-NGAP-ID, got {ue_s!r}")
         with self._lock:
-            rec = self.latest.get(int(ue_s))
+            self._materialize()
+            rec = self._latest.get(int(ue_s))
         if rec is None:
             raise RestError(404, "unknown_ue", f"no estimate for UE {ue_s}")
         return Response.json(rec.to_json())
@@ -551,6 +602,18 @@ class OccXapp:
             "subscriptions": subs,
             "config_errors_total": self.shell.config_errors,
         }
+
+
+_FLOATS = ("target_bps", "cp_bps", "frame_abw_bps", "fair_share_bps", "updated_at")
+
+
+def _record_bytes(rec: dict[str, Any]) -> bytes:
+    """A UE record as the SDL stores it: what ``json.dumps`` reads back the same, written by
+    orjson (~15x faster; ~1000 records every ``state_period_ms`` at 10 nodes x 100 UEs).
+    orjson writes NaN and infinities as null, so such a record goes through ``json``."""
+    if all(math.isfinite(rec[k]) for k in _FLOATS):
+        return orjson.dumps(rec)
+    return json.dumps(rec).encode()
 
 
 _LABELS = {

@@ -8,10 +8,35 @@
 //! copies the result into them (numpy buffers on the Python side, `e2sm/native.py`).
 
 mod per;
+pub mod ricind;
 
 use per::{Fallback, Reader};
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// FNV-1a: measurement names are a few short strings, looked up once per UE and metric;
+/// SipHash's DoS resistance buys nothing for a table cleared every message and capped by
+/// the message's own size.
+#[derive(Default)]
+pub struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
 
 /// One UE's report.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -34,8 +59,9 @@ pub struct Ue {
 pub struct Parsed {
     pub ues: Vec<Ue>,
     pub names: Vec<String>,
-    index: HashMap<Vec<u8>, u32>,
-    cells: Vec<f64>,    // scratch: one UE's records, row after row
+    index: HashMap<Vec<u8>, u32, BuildHasherDefault<Fnv>>,
+    prev: Vec<u32>, // the previous UE's names: the next UE usually lists the same, in order
+    cells: Vec<f64>, // scratch: one UE's records, row after row
     widths: Vec<usize>, // scratch: values per record
 }
 
@@ -55,6 +81,7 @@ impl Parsed {
         self.ues.clear();
         self.names.clear();
         self.index.clear();
+        self.prev.clear();
     }
 }
 
@@ -80,8 +107,8 @@ fn read_real(c: &[u8]) -> Result<f64, Fallback> {
             3 => (*c.get(1).ok_or(Fallback)? as usize, 2),
             n => (n as usize + 1, 1),
         };
-        if c.len() <= i + elen || elen > 4 {
-            return Err(Fallback);
+        if c.len() <= i + elen || elen == 0 || elen > 4 {
+            return Err(Fallback); // (a zero-length exponent: the generic decoder decides)
         }
         let ebytes = &c[i..i + elen];
         let mut exp: i64 = if ebytes[0] & 0x80 != 0 { -1 } else { 0 };
@@ -110,7 +137,7 @@ fn read_real(c: &[u8]) -> Result<f64, Fallback> {
         0x40 => Ok(f64::INFINITY),
         0x41 => Ok(f64::NEG_INFINITY),
         0x42 => Ok(f64::NAN),
-        0x43 => Ok(-0.0),
+        0x43 => Ok(0.0), // X.690 minus zero: plus zero, as the generic decoder reads it
         _ => Err(Fallback),
     }
 }
@@ -335,7 +362,14 @@ fn meas_info(r: &mut Reader, ue: &mut Ue, out: &mut Parsed) -> Result<(), Fallba
         if r.bits(24)? != 1 << 21 {
             return Err(Fallback);
         }
+        let k = ue.names.len();
         let id = match name {
+            // the same name as the previous UE's k-th: one comparison instead of a lookup
+            Name::Raw(raw)
+                if k < out.prev.len() && out.names[out.prev[k] as usize].as_bytes() == raw =>
+            {
+                out.prev[k]
+            }
             Name::Raw(raw) => match out.index.get(raw) {
                 Some(&i) => i, // seen, so printable
                 None if raw.iter().all(|&b| is_printable(b)) => out.name(raw),
@@ -345,6 +379,8 @@ fn meas_info(r: &mut Reader, ue: &mut Ue, out: &mut Parsed) -> Result<(), Fallba
         };
         ue.names.push(id);
     }
+    out.prev.clear();
+    out.prev.extend_from_slice(&ue.names);
     Ok(())
 }
 
@@ -414,6 +450,52 @@ pub unsafe extern "C" fn octo_kpm_f3_decode(msg: *const u8, len: usize) -> i32 {
             decode_format3(data, &mut p)
         })) {
             Ok(Ok(())) => 0,
+            _ => {
+                p.clear();
+                1
+            }
+        }
+    })
+}
+
+/// Read a whole E2AP RICindication (`ricind::parse`) and decode its KPM Format 3 message
+/// into the thread's result, as `octo_kpm_f3_decode` does. 0: decoded, `info` holds
+/// [requestor, instance, RAN function, action, SN (u64::MAX: absent), insert, NTP time stamp,
+/// message length]; 1: not for this decoder (the caller takes the Python path); 2: bad
+/// arguments.
+///
+/// # Safety
+/// `pdu` must point to `len` readable bytes, `info` to 8 writable u64.
+#[no_mangle]
+pub unsafe extern "C" fn octo_ric_indication_decode(
+    pdu: *const u8,
+    len: usize,
+    info: *mut u64,
+) -> i32 {
+    if pdu.is_null() || len == 0 || info.is_null() {
+        return 2;
+    }
+    let data = std::slice::from_raw_parts(pdu, len);
+    RESULT.with(|r| {
+        let mut p = r.borrow_mut();
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let (ind, msg) = ricind::parse(data)?;
+            decode_format3(&msg, &mut p)?;
+            Ok::<_, Fallback>((ind, msg.len()))
+        }));
+        match res {
+            Ok(Ok((ind, mlen))) => {
+                let out = std::slice::from_raw_parts_mut(info, 8);
+                out[0] = ind.requestor as u64;
+                out[1] = ind.instance as u64;
+                out[2] = ind.ran_function as u64;
+                out[3] = ind.action as u64;
+                out[4] = ind.sn.map_or(u64::MAX, |s| s as u64);
+                out[5] = ind.insert as u64;
+                out[6] = ind.ntp;
+                out[7] = mlen as u64;
+                0
+            }
             _ => {
                 p.clear();
                 1
@@ -545,6 +627,11 @@ mod tests {
         assert_eq!(read_real(&[0x40]), Ok(f64::INFINITY));
         assert!(read_real(&[0x42]).unwrap().is_nan());
         assert_eq!(read_real(&[0x80, 0x00]), Err(Fallback)); // no mantissa octet
+
+        // long-form exponent length of zero: a panic (index out of bounds) until kpm_fuzz's
+        // PDU campaign found it (seed 11, input 2,880,724)
+        assert_eq!(read_real(&[0x83, 0x00, 0x05]), Err(Fallback));
+        assert_eq!(read_real(&[0x43]), Ok(0.0));
     }
 
     #[test]

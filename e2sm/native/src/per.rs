@@ -23,6 +23,19 @@ impl<'a> Reader<'a> {
         if end > self.data.len() * 8 {
             return Err(Fallback);
         }
+        let b = self.pos >> 3;
+        if n <= 56 && b + 8 <= self.data.len() {
+            // one big-endian word holds all n bits (n + the bit offset <= 63)
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&self.data[b..b + 8]);
+            let word = u64::from_be_bytes(w);
+            let off = self.pos & 7;
+            self.pos = end;
+            if n == 0 {
+                return Ok(0);
+            }
+            return Ok((word << off) >> (64 - n));
+        }
         let mut v: u64 = 0;
         let mut p = self.pos;
         while p < end {

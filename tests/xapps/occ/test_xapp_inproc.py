@@ -150,3 +150,46 @@ def test_a_forged_future_time_stamp_does_not_lock_out_the_node(xapp: OccXapp) ->
         send(*src(_Sub, sn), sn + 1)
     assert xapp.counters["ue_samples"] > before  # the real ones still reach the engine
     assert sum(xapp.rejected.values()) == 1
+
+
+def test_reports_wait_while_nobody_subscribes(
+    xapp: OccXapp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No route for 30500: the report is not built again for a second (counted); once the
+    back-off is over, the next indication tries again and a route that exists by then works."""
+    sent: list[bytes] = []
+    route = {"up": False}
+
+    def send(
+        mtype: int, payload: bytes, meid: str | None = None, retries: int = 3, xact: bool = True
+    ) -> bool:
+        assert mtype == 30500 and not xact  # a publication: no transaction ID
+        if not route["up"]:
+            xapp.shell.last_tx_failure = "no_route"
+            return False
+        sent.append(payload)
+        return True
+
+    monkeypatch.setattr(xapp.shell, "send", send)
+    src = OccIndications([101, 102], pool_periods=4)
+    clock = {"t": 1000.0}
+    monkeypatch.setattr("octoric.xapps.occ.xapp.time.monotonic", lambda: clock["t"])
+
+    def step(sn: int) -> None:
+        h, m = src(_Sub, sn)
+        pdu = e2ap.encode_e2ap(e2ap.RicIndication(RicRequestId(123, 5), 2, 1, h, m, sn=sn))
+        xapp.on_indication(RmrMessage(12050, 5, "gnb_a", pdu))
+
+    for sn in range(5):
+        step(sn)
+    assert xapp.counters["reports_unsent"] == 1
+    assert xapp.counters["reports_skipped_no_route"] == 4
+    route["up"] = True
+    step(5)
+    assert not sent  # still inside the back-off
+    clock["t"] += 1.01
+    step(6)
+    assert len(sent) == 1 and xapp.counters["reports_sent"] == 1
+    step(7)
+    assert len(sent) == 2
+    assert sorted(xapp.latest) == [101, 102]  # the records do not depend on the reports

@@ -3,7 +3,9 @@ schemas, controls, indication -> engine input, and engine checkpoints."""
 
 from __future__ import annotations
 
+import io
 import json
+import zlib
 from pathlib import Path
 
 import jsonschema
@@ -193,6 +195,33 @@ def test_checkpoint_resume_is_exact() -> None:
     other = fingerprint(OccConfig(beta=0.2))
     assert unpack_state(pack_state(a.export_ue(1), fp), other) is None  # type: ignore[arg-type]
     assert unpack_state(b"garbage", fp) is None
+    # export_states (the checkpoint's) holds exactly export_ue of every UE, row by row
+    ues, states = a.export_states()
+    assert sorted(ues) == [1, 2, 3]
+    for i, u in enumerate(ues):
+        one = a.export_ue(u)
+        assert one is not None and set(one) == set(states)
+        for k, v in one.items():
+            np.testing.assert_array_equal(states[k][i], v)
+        back = unpack_state(pack_state({k: v[i] for k, v in states.items()}, fp), fp)
+        assert back is not None
+        for k, v in one.items():
+            np.testing.assert_array_equal(back[k], v)
+            assert back[k].dtype == v.dtype
+    # a damaged blob is refused, never half read
+    import lz4.block
+
+    packed = pack_state(one, fp)
+    raw = lz4.block.decompress(packed[4:])
+    for cut in (10, 30, len(raw) - 1):
+        assert unpack_state(packed[:4] + lz4.block.compress(raw[:cut]), fp) is None
+    assert unpack_state(packed[:4] + lz4.block.compress(raw + b"x"), fp) is None
+    assert unpack_state(packed[:-5], fp) is None  # truncated LZ4
+    assert unpack_state(packed[:4] + (1 << 30).to_bytes(4, "little") + packed[8:], fp) is None
+    # the npz checkpoints of before read as another configuration's: the UE starts afresh
+    buf = io.BytesIO()
+    np.savez(buf, _fingerprint=np.array(fp), **one)
+    assert unpack_state(zlib.compress(buf.getvalue(), 1), fp) is None
 
 
 def test_descriptor_against_oran_sc_schema(shared_dir: Path) -> None:
@@ -231,3 +260,39 @@ def test_run_plugin_picks_free_ports_when_defaults_are_busy() -> None:
         assert not port_free(taken)
         rmr, http = pick_ports(spec)
         assert http != taken and port_free(rmr) and port_free(rmr + 1) and port_free(http)
+
+
+def test_ue_record_json_is_asdict() -> None:
+    """``UeRecord.to_json`` (written by hand for speed) is exactly ``asdict``: every field,
+    in order; and ``from_json`` reads it back."""
+    from dataclasses import asdict, fields
+
+    from octoric.xapps.occ.records import UeRecord
+
+    vals = [7, "00f110:2:1:1", "gnb_1", 123, 1.5e6, True, False, "radio", 2e6, 3e6, 4e6, 33,
+            1.7e9]  # fmt: skip
+    rec = UeRecord(*vals)
+    assert list(rec.to_json().items()) == list(asdict(rec).items())
+    assert [f.name for f in fields(UeRecord)] == list(rec.to_json())
+    assert UeRecord.from_json(rec.to_json()) == rec
+
+
+def test_sdl_record_bytes_read_back_as_json_dumps_would() -> None:
+    import json
+    import math
+
+    from octoric.xapps.occ.records import UeRecord
+    from octoric.xapps.occ.xapp import _record_bytes
+
+    base = [7, None, "gnb_1", 123, 1.5e6, True, False, "radio", 2e6, 3e6, 4e6, 33, 1.7e9]
+    for odd in (None, math.nan, math.inf):
+        vals = list(base)
+        if odd is not None:
+            vals[4] = odd  # target_bps
+        rec = UeRecord(*vals).to_json()
+        back = json.loads(_record_bytes(rec))
+        want = json.loads(json.dumps(rec))
+        assert back.keys() == want.keys()
+        for k in want:
+            a, b = back[k], want[k]
+            assert a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b)), k

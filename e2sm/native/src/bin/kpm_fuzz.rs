@@ -1,9 +1,11 @@
-//! Mutation fuzzing of the native KPM decoder: `kpm_fuzz [INPUTS] [SEED]` (default 10 M).
-//! Seeds are `seeds/*.bin` (valid Format 3 messages written by octoric's encoder); each input
-//! flips bits, overwrites bytes with hostile length octets, truncates, extends or splices.
+//! Mutation fuzzing of the native KPM decoder: `kpm_fuzz [INPUTS] [SEED] [pdu]` (default 10 M).
+//! Seeds are `seeds/*.bin` (valid Format 3 messages written by octoric's encoder) or, with
+//! `pdu`, `seeds/*.pdu` (whole E2AP RIC indications around them, for `ricind::parse` and then
+//! the message decode, as `octo_ric_indication_decode` runs them); each input flips bits,
+//! overwrites bytes with hostile length octets, truncates, extends or splices.
 //! A finding is a panic (the C ABI would answer "fallback", but a panic is a bug) or a decode
 //! that takes over 50 ms. Prints the counts; exit 1 on a finding.
-use octo_e2sm::{decode_format3, Parsed};
+use octo_e2sm::{decode_format3, ricind, Parsed};
 use std::time::Instant;
 
 struct Rng(u64);
@@ -32,18 +34,28 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(0x0C70_121C)
         | 1);
+    let pdu = args.get(3).is_some_and(|s| s == "pdu");
+    let ext = if pdu { "pdu" } else { "bin" };
+    let decode = |d: &[u8], out: &mut Parsed| -> Result<(), per_fallback::Fallback> {
+        if pdu {
+            let (_, msg) = ricind::parse(d).map_err(|_| per_fallback::Fallback)?;
+            decode_format3(&msg, out).map_err(|_| per_fallback::Fallback)
+        } else {
+            decode_format3(d, out).map_err(|_| per_fallback::Fallback)
+        }
+    };
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/seeds");
     let mut seeds: Vec<Vec<u8>> = std::fs::read_dir(dir)
         .expect("seeds/ missing")
         .filter_map(|e| e.ok())
-        .filter(|e| e.path().extension().is_some_and(|x| x == "bin"))
+        .filter(|e| e.path().extension().is_some_and(|x| x == ext))
         .map(|e| std::fs::read(e.path()).expect("read seed"))
         .collect();
     seeds.sort();
     assert!(!seeds.is_empty(), "no seeds in {dir}");
     let mut out = Parsed::default();
     for s in &seeds {
-        decode_format3(s, &mut out).expect("every seed decodes");
+        decode(s, &mut out).expect("every seed decodes");
     }
     let (mut decoded, mut refused, mut slowest) = (0u64, 0u64, 0f64);
     let start = Instant::now();
@@ -75,9 +87,7 @@ fn main() {
             }
         }
         let t = Instant::now();
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            decode_format3(&d, &mut out)
-        }));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| decode(&d, &mut out)));
         let dt = t.elapsed().as_secs_f64();
         slowest = slowest.max(dt);
         match r {
@@ -94,10 +104,16 @@ fn main() {
         }
     }
     println!(
-        "kpm_fuzz: {inputs} inputs, {decoded} decoded, {refused} refused, 0 findings, slowest {:.1} us, {:.1} s",
+        "kpm_fuzz ({ext}): {inputs} inputs, {decoded} decoded, {refused} refused, 0 findings, slowest {:.1} us, {:.1} s",
         slowest * 1e6,
         start.elapsed().as_secs_f64()
     );
+}
+
+mod per_fallback {
+    /// Either decoder's refusal (the caller would take the Python path).
+    #[derive(Debug)]
+    pub struct Fallback;
 }
 
 fn hex(d: &[u8]) -> String {

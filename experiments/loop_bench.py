@@ -1,0 +1,403 @@
+"""``octoric bench loop``: the OCC control loop end to end (issue #15, done-when 2).
+
+Scripted gNBs send KPM indications (report style 4, format 3, 8 measurements per UE, 1 ms
+granules) over E2 (TCP framing) to the embedded RIC's e2term, which relays them over RMR to
+the OCC xApp (its own process, ``python -m octoric.xapps.occ``), which sends UDP feedback to
+registered senders (a receiver process here). Each JSON feedback datagram carries ``t_ms``, the
+gNB's time stamp of the newest sample behind the estimate, so every datagram is matched to
+the indication that produced it: latency is from the gNB's send (just before the socket
+write) to the datagram's arrival, both on CLOCK_MONOTONIC.
+
+Two configurations, the issue's:
+- 10 nodes x 100 UEs, 10 ms period (10 granules): 1 M UE-samples/s into one OCC xApp;
+- 1 node x 100 UEs, 1 ms period (1 granule): the latency case.
+
+The indications are built before the clock starts (the fast encoder, then only the sequence
+number and the time stamp are patched per send), so the generator's CPU stays small on this
+2-core machine; each node cycles through a few message variants so the UEs' estimates move and
+every indication changes the registered flows' targets. ``feedback_min_change`` is 0 for the
+run, so a flow hears every change (the default 2% would skip some and leave those indications
+without a latency sample; it does not change how fast one is sent).
+
+Figures per configuration: p50/p99/p99.9 of indication sent -> feedback received, indications
+lost (sent by the gNBs and not processed by the xApp, including any it shed), UE-samples/s
+processed, and the CPU each process spent per UE-sample. No baseline runs beside it: the
+anchors are published figures (FlexRIC < 200 us agent -> xApp, dApps < 450 us), quoted, not
+measured here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from octoric.bench import Benchmark, BenchResult
+from octoric.contracts import kpm as K
+from octoric.e2sm import envelope, fastenc, kpm
+from octoric.e2sm.common import Guami, UeId, ntp_timestamp
+from octoric.e2sm.node_session import NodeSubscription, ScriptedNode
+from octoric.experiments.bench import REPO, Proc, _get, _post, _spawn, _wait, stop_all
+from octoric.redis_server import free_port
+from octoric.ric.stack import LoopThread, RicStack, free_pair, running_ric
+from octoric.xapps.occ.synthetic import random_batch
+
+TARGET_P99_US = 1000.0  # 1 node x 100 UEs, 1 ms period (the issue)
+TARGET_UE_SAMPLES = 1_000_000.0  # 10 nodes x 100 UEs x 10 granules every 10 ms
+VARIANTS = 4
+GUAMI = Guami(b"\x00\xf1\x10", 2, 1, 1)
+ANCHORS = "published anchors: FlexRIC < 200 us agent -> xApp; dApps < 450 us"
+
+
+@dataclass(frozen=True)
+class LoopCase:
+    name: str
+    n_nodes: int
+    n_ues: int  # per node
+    period_ms: int  # reporting period; granules of 1 ms, so also the granules per indication
+    flows_per_node: int = 10
+
+    @property
+    def ue_samples_per_s(self) -> float:
+        return self.n_nodes * self.n_ues * 1000.0
+
+
+CASES = (
+    LoopCase("10x100@10ms", 10, 100, 10),
+    LoopCase("1x100@1ms", 1, 100, 1),
+)
+
+
+def ue_id(node: int, u: int) -> int:
+    return 1000 * (node + 1) + u
+
+
+def variant_messages(node: int, case: LoopCase, seed: int) -> list[bytes]:
+    """``VARIANTS`` KPM format-3 messages for one node: 100 UEs x 8 measurements x granules,
+    plausible values (``synthetic.random_batch``), each variant different."""
+    out = []
+    rng = np.random.default_rng(seed * 1000 + node)
+    infos = tuple(kpm.MeasInfo(m) for m in kpm.OCC_MEASUREMENTS)
+    for _ in range(VARIANTS):
+        b = random_batch(rng, case.n_ues, case.period_ms)
+        extra = {K.MCS_DL: rng.integers(0, 28, (case.n_ues, case.period_ms)).astype(float),
+                 K.UE_THP_DL: rng.uniform(0, 50_000, (case.n_ues, case.period_ms))}  # fmt: skip
+        cols = [np.rint(b[m] if m in b else extra[m]).astype(int) for m in kpm.OCC_MEASUREMENTS]
+        reports = tuple(
+            kpm.UeReport(
+                UeId.gnb(ue_id(node, u), GUAMI, u),
+                kpm.IndicationFormat1(
+                    tuple(
+                        kpm.MeasRecord(tuple(int(c[u, g]) for c in cols))
+                        for g in range(case.period_ms)
+                    ),
+                    infos,
+                    1,
+                ),
+            )
+            for u in range(case.n_ues)
+        )
+        out.append(fastenc.encode_message(kpm.KpmIndicationMessage(kpm.IndicationFormat3(reports))))
+    return out
+
+
+class Template:
+    """One variant's RIC indication with the offsets of its SN and its time stamp."""
+
+    def __init__(self, sub: NodeSubscription, message: bytes) -> None:
+        rid = sub.request_id
+
+        def pdu(sn: int, t: float) -> bytes:
+            hdr = fastenc.encode_indication_header(ntp_timestamp(t))
+            return envelope.encode_ric_indication(
+                rid.requestor_id, rid.instance_id, kpm.RAN_FUNCTION_ID, sub.action_ids[0],
+                hdr, message, sn=sn,
+            )  # fmt: skip
+
+        a, b = pdu(0x1234, 1000.0), pdu(0x5678, 2000.0)
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        self.buf = bytearray(a)
+        self.sn_at = a.find(b"\x12\x34", 0, diff[0] + 2)
+        self.ts_at = a.find(ntp_timestamp(1000.0))
+        assert len(a) == len(b) and self.sn_at >= 0 and self.ts_at > self.sn_at
+
+    def fill(self, sn: int, t0_ms: int) -> bytes:
+        self.buf[self.sn_at : self.sn_at + 2] = (sn % 65536).to_bytes(2, "big")
+        self.buf[self.ts_at : self.ts_at + 8] = ntp_timestamp(t0_ms / 1000.0)
+        return bytes(self.buf)
+
+
+class LoadNode(ScriptedNode):
+    """A gNB offering KPM whose indications the benchmark sends (no periodic reports)."""
+
+    def __init__(self, host: str, port: int, node: int) -> None:
+        super().__init__(host, port, "tcp", 0x300 + node, period_s=None)
+        self.node = node
+        self.sent: list[tuple[int, float]] = []  # (t_ms of the newest granule, monotonic send)
+
+
+async def blast(node: LoadNode, messages: list[bytes], case: LoopCase, t0_ms: int,
+                start: float, seconds: float) -> None:  # fmt: skip
+    """Indication k at ``start + k * period`` with collection start ``t0_ms + k * period``."""
+    sub = next(iter(node.subs.values()))
+    templates = [Template(sub, m) for m in messages]
+    assert node.conn is not None
+    period = case.period_ms / 1000.0
+    k = 0
+    n = round(seconds / period)
+    while k < n:
+        await asyncio.sleep(max(0.0, start + k * period - time.monotonic()))
+        t_ms = t0_ms + k * case.period_ms
+        pdu = templates[k % len(templates)].fill(sub.sn, t_ms)
+        sent = time.monotonic()
+        await node.conn.send(pdu)
+        node.sent.append((t_ms + case.period_ms - 1, sent))
+        sub.sn += 1
+        node.stats.indications += 1
+        k += 1
+
+
+RECEIVER = """
+import json, socket, sys, time
+out, seconds = sys.argv[1], float(sys.argv[2])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+s.bind(("127.0.0.1", 0))
+s.settimeout(0.2)
+print(json.dumps({"port": s.getsockname()[1]}), flush=True)
+first = {}
+n = 0
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    try:
+        data = s.recv(2048)
+    except socket.timeout:
+        continue
+    at = time.monotonic()
+    if data == b"stop":
+        break
+    n += 1
+    try:
+        d = json.loads(data)
+        key = (d["ue"], d["t_ms"])
+    except (ValueError, KeyError):
+        continue
+    first.setdefault(key, at)
+with open(out, "w") as f:
+    json.dump({"datagrams": n, "first": [[u, t, a] for (u, t), a in first.items()]}, f)
+print(json.dumps({"done": True}), flush=True)
+"""
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _e2term_pid(stack: RicStack) -> int:
+    out = subprocess.run(["pgrep", "-f", f"services e2term --state {stack.rt.run_dir}"],
+                         capture_output=True, text=True).stdout.split()  # fmt: skip
+    return int(out[0])
+
+
+def start_occ(stack: RicStack, tmp: Path, case: LoopCase) -> tuple[Proc, int]:
+    rmr, http = free_pair(), free_port()
+    d = json.loads((REPO / "xapps/occ/config-file.json").read_text())
+    by_name = {"http": http, "rmr-data": rmr, "rmr-route": rmr + 1}
+    for p in d["messaging"]["ports"]:
+        p["port"] = by_name[p["name"]]
+    d["controls"].update({"reporting_period_ms": case.period_ms, "granularity_ms": 1,
+                          "feedback_min_change": 0.0})  # fmt: skip
+    argv = [sys.executable, "-m", "octoric.xapps.occ", "--rmr-port", str(rmr),
+            "--http-port", str(http)]  # fmt: skip
+    return _spawn(stack, tmp, "occ", argv, rmr, http, d), http
+
+
+def _q(values: np.ndarray, q: float) -> float | None:
+    return round(float(np.percentile(values, q)), 1) if len(values) else None
+
+
+def measure(case: LoopCase, seconds: float = 30.0, warmup_s: float = 3.0,
+            seed: int = 5) -> dict[str, Any]:  # fmt: skip
+    """One configuration, one run: the row ``octoric bench loop --json`` prints for it."""
+    with tempfile.TemporaryDirectory(prefix="octoric-loop-bench-") as d:
+        tmp = Path(d)
+        with running_ric(tmp) as stack:
+            return _run_case(stack, tmp, case, seconds, warmup_s, seed)
+
+
+def _run_case(stack: RicStack, tmp: Path, case: LoopCase, seconds: float, warmup_s: float,
+              seed: int) -> dict[str, Any]:  # fmt: skip
+    loop = LoopThread()
+    procs: list[Proc] = []
+    nodes = [LoadNode("127.0.0.1", stack.rt.ric.e2_port, g) for g in range(case.n_nodes)]
+    out_file = tmp / "feedback.json"
+    try:
+        for n in nodes:
+            loop.call(_start(n))
+        occ, http = start_occ(stack, tmp, case)
+        procs.append(occ)
+        _wait(lambda: all(n.subs for n in nodes), 90, "KPM subscriptions from the OCC xApp", procs)
+        messages = [variant_messages(n.node, case, seed) for n in nodes]
+        total_s = warmup_s + seconds
+        recv = subprocess.Popen([sys.executable, "-c", RECEIVER, str(out_file), str(total_s + 15)],
+                                stdout=subprocess.PIPE, text=True)  # fmt: skip
+        assert recv.stdout is not None
+        port = json.loads(recv.stdout.readline())["port"]
+        base = f"http://127.0.0.1:{http}/occ/v1/flows"
+        for n in nodes:
+            for u in range(case.flows_per_node):
+                ue = ue_id(n.node, u * (case.n_ues // case.flows_per_node))
+                _post(base, {"id": f"f{ue}", "ue": ue, "address": f"127.0.0.1:{port}",
+                             "format": "json"}, stack.rt.api_token)  # fmt: skip
+        e2t, xpid = _e2term_pid(stack), occ.proc.pid
+        pids = {"e2term": e2t, "occ_xapp": xpid, "gnbs": os.getpid(), "receiver": recv.pid}
+        t0_ms = int(time.time() * 1000) - case.period_ms
+        start = time.monotonic() + 0.2
+
+        async def all_nodes() -> None:
+            await asyncio.gather(*(blast(n, messages[i], case, t0_ms, start, total_s)
+                                   for i, n in enumerate(nodes)))  # fmt: skip
+
+        fut = asyncio.run_coroutine_threadsafe(all_nodes(), loop.loop)
+        time.sleep(max(0.0, start + warmup_s - time.monotonic()))
+        st0 = _get(f"http://127.0.0.1:{http}/occ/v1/status")
+        cpu0 = {k: _cpu_s(p) for k, p in pids.items()}
+        t_meas = time.monotonic()
+        fut.result(timeout=total_s + 60)
+        cpu1 = {k: _cpu_s(p) for k, p in pids.items()}
+        elapsed = time.monotonic() - t_meas
+        sent = sum(len(n.sent) for n in nodes)
+        deadline = time.monotonic() + 10
+        st1 = _get(f"http://127.0.0.1:{http}/occ/v1/status")
+        while _seen(st1) < sent and time.monotonic() < deadline:
+            time.sleep(0.2)
+            st1 = _get(f"http://127.0.0.1:{http}/occ/v1/status")
+        time.sleep(0.5)  # the last datagrams
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.sendto(b"stop", ("127.0.0.1", port))
+        recv.wait(timeout=30)
+        fb = json.loads(out_file.read_text())
+    finally:
+        stop_all(loop, nodes, procs)
+    return _figures(case, nodes, fb, st0, st1, cpu0, cpu1, elapsed, start + warmup_s)
+
+
+async def _start(node: LoadNode) -> None:
+    node.start()
+    while not node.connected:
+        await asyncio.sleep(0.02)
+
+
+def _seen(status: dict[str, Any]) -> int:
+    """Indications the xApp took off RMR (processed or rejected) and any it shed."""
+    c = status.get("counters", {})
+    return int(c.get("indications", 0)) + int(status.get("rmr", {}).get("shed_queue_full", 0))
+
+
+def _processed(status: dict[str, Any]) -> int:
+    c = status.get("counters", {})
+    rejected = sum(int(v) for v in status.get("rejected_indications", {}).values())
+    return int(c.get("indications", 0)) - rejected
+
+
+def _figures(case: LoopCase, nodes: list[LoadNode], fb: dict[str, Any], st0: dict[str, Any],
+             st1: dict[str, Any], cpu0: dict[str, float], cpu1: dict[str, float],
+             elapsed: float, measured_from: float) -> dict[str, Any]:  # fmt: skip
+    sent_at: dict[tuple[int, int], float] = {}
+    sent_total = 0
+    for n in nodes:
+        sent_total += len(n.sent)
+        for t_ms, at in n.sent:
+            sent_at[(n.node, t_ms)] = at
+    lat = []
+    for ue, t_ms, at in fb["first"]:
+        node = ue // 1000 - 1
+        t = sent_at.get((node, t_ms))
+        if t is not None and t >= measured_from:
+            lat.append((at - t) * 1e6)
+    arr = np.asarray(lat)
+    flows = case.n_nodes * case.flows_per_node
+    measured = sum(1 for n in nodes for _, at in n.sent if at >= measured_from)
+    expected = measured * case.flows_per_node
+    processed = _processed(st1)
+    lost = sent_total - processed
+    samples = (processed - _processed(st0)) * case.n_ues * case.period_ms
+    per_sample = {
+        k: round((cpu1[k] - cpu0[k]) / samples * 1e6, 3) if samples else None for k in cpu0
+    }
+    return {
+        "config": case.name,
+        "p50_us": _q(arr, 50),
+        "p99_us": _q(arr, 99),
+        "p999_us": _q(arr, 99.9),
+        "lost": int(lost),
+        "ue_samples_per_s": round(samples / elapsed, 1) if elapsed else None,
+        "offered_ue_samples_per_s": case.ue_samples_per_s,
+        "indications_sent": sent_total,
+        "indications_processed": processed,
+        "rejected": st1.get("rejected_indications", {}),
+        "shed": int(st1.get("rmr", {}).get("shed_queue_full", 0)),
+        "flows": flows,
+        "latency_samples": len(lat),
+        "feedback_possible": expected,
+        "cpu_us_per_ue_sample": per_sample,
+        "cpu_share": {k: round((cpu1[k] - cpu0[k]) / elapsed, 3) for k in cpu0},
+        "xapp_inside_ms": st1.get("latency_ms"),
+        "overloaded": st1.get("overloaded"),
+        "xapp_counters": st1.get("counters", {}),
+        "xapp_rmr": st1.get("rmr", {}),
+    }
+
+
+def cli_json(quick: bool) -> list[dict[str, Any]]:
+    return [measure(c, seconds=5.0 if quick else 30.0) for c in CASES]
+
+
+def _run(quick: bool) -> list[BenchResult]:
+    rows = cli_json(quick)
+    out = []
+    for r in rows:
+        big = r["config"] == CASES[0].name
+        note = (f"{r['indications_sent']} indications sent, {r['indications_processed']} "
+                f"processed, {r['shed']} shed; {r['latency_samples']} feedback samples of "
+                f"{r['feedback_possible']} possible ({r['flows']} flows); CPU us per UE-sample "
+                f"{r['cpu_us_per_ue_sample']}; p50 {r['p50_us']} us, p99.9 {r['p999_us']} us; "
+                f"{ANCHORS}")  # fmt: skip
+        out.append(BenchResult(
+            f"loop {r['config']}: indication sent -> feedback received p99", r["p99_us"] or 0.0,
+            "us", higher_is_better=False,
+            target=None if big else f"<= {TARGET_P99_US:.0f} us",
+            target_met=None if big else (r["p99_us"] is not None
+                                         and r["p99_us"] <= TARGET_P99_US),
+            note=note,
+        ))  # fmt: skip
+        out.append(BenchResult(
+            f"loop {r['config']}: indications lost", float(r["lost"]), "count",
+            higher_is_better=False, target="0", target_met=r["lost"] == 0,
+        ))  # fmt: skip
+        out.append(BenchResult(
+            f"loop {r['config']}: UE-samples/s into the OCC xApp", r["ue_samples_per_s"] or 0.0,
+            "UE-samples/s",
+            target=f">= {TARGET_UE_SAMPLES:,.0f} UE-samples/s" if big else None,
+            target_met=(r["ue_samples_per_s"] or 0) >= 0.99 * TARGET_UE_SAMPLES and r["lost"] == 0
+            if big else None,
+        ))  # fmt: skip
+    return out
+
+
+BENCHMARKS = [
+    Benchmark("loop", "loop", _run,
+              "the OCC control loop: gNB indication -> e2term -> OCC xApp -> UDP feedback")
+]  # fmt: skip
