@@ -66,6 +66,9 @@ def _lib() -> ctypes.CDLL | None:
         lib.octo_kpm_f3_sizes.restype = None
         lib.octo_kpm_f3_fetch.argtypes = [ctypes.c_void_p] * 9
         lib.octo_kpm_f3_fetch.restype = None
+        if hasattr(lib, "octo_kpm_f3_shape"):
+            lib.octo_kpm_f3_shape.argtypes = [ctypes.c_void_p]
+            lib.octo_kpm_f3_shape.restype = None
         if hasattr(lib, "octo_ric_indication_decode"):  # a library built before it lacks it
             lib.octo_ric_indication_decode.argtypes = [
                 ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p
@@ -88,7 +91,15 @@ class NativeFormat3Decoder:
         self.fallbacks = 0
         self._sizes = np.zeros(5, dtype=np.uint64)
         self._info = np.zeros(8, dtype=np.uint64)
+        self._sizes_ptr = self._sizes.ctypes.data
+        self._info_ptr = self._info.ctypes.data
+        self._shape = np.zeros(4, dtype=np.uint64)
+        self._shape_ptr = self._shape.ctypes.data
+        self._pool: dict[str, tuple[np.ndarray, int]] = {}
+        # a library built before these lacks them: make setup rebuilds it
         self.whole_pdu = hasattr(lib, "octo_ric_indication_decode")
+        if not hasattr(lib, "octo_kpm_f3_shape"):
+            raise RuntimeError(f"{LIB_NAME} is older than this package (make setup rebuilds it)")
         self._names: dict[bytes, str] = {}
         self._guamis: dict[tuple[bytes, int, int, int], Guami] = {}
         self._ues: dict[tuple[object, ...], UeId] = {}
@@ -129,10 +140,9 @@ class NativeFormat3Decoder:
         if not self.whole_pdu:
             return None
         data = bytes(pdu)
-        info = self._info
-        if self.lib.octo_ric_indication_decode(data, len(data), info.ctypes.data) != 0:
+        if self.lib.octo_ric_indication_decode(data, len(data), self._info_ptr) != 0:
             return None
-        requestor, instance, rfid, action, sn, insert, ntp, _ = info.tolist()
+        requestor, instance, rfid, action, sn, insert, ntp, _ = self._info.tolist()
         start = (ntp >> 32) - NTP_UNIX_OFFSET + (ntp & 0xFFFFFFFF) / (1 << 32)
         cols = self._columns(start, granularity_ms)
         if cols is None:
@@ -143,26 +153,18 @@ class NativeFormat3Decoder:
 
     def _columns(self, collect_start: float, granularity_ms: int | None) -> KpmColumns | None:
         """``decode_columns`` of the message the library decoded last."""
+        # uniform: every UE the same metrics (none twice: the series path renames those) and
+        # records; checked by the library
+        self.lib.octo_kpm_f3_shape(self._shape_ptr)
+        uniform, nm, n_rec, gp1 = self._shape.tolist()
+        if not uniform:
+            return None
         f = self._fetch()
-        n, meta, u64, refs, values, names = f[0], f[2], f[1], f[6], f[7], f[8]
-        if n == 0:
-            return None
-        nm, n_rec = int(meta[3]), int(u64[4])
-        m4, u6 = meta.reshape(n, 4), u64.reshape(n, 6)
-        if (
-            nm == 0
-            or not (m4[:, 3] == nm).all()
-            or not (u6[:, 4] == n_rec).all()
-            or not (refs.reshape(n, nm) == refs[:nm]).all()
-            or len(set(refs[:nm].tolist())) != nm  # a name twice: the series path renames
-        ):
-            return None
+        n, refs, values, names = f[0], f[6], f[7], f[8]
         self.native += 1
-        gps = u6[:, 5]
         gp = granularity_ms
         if gp is None:
-            first = gps[gps > 0]
-            gp = int(first[0]) - 1 if len(first) and first[0] > 1 else None
+            gp = gp1 - 1 if gp1 > 1 else None
         step = (gp or 0) / 1000.0
         timestamps = collect_start + step * np.arange(n_rec, dtype=np.float64)
         metrics = [names[k] for k in refs[:nm].tolist()]
@@ -171,28 +173,37 @@ class NativeFormat3Decoder:
             timestamps, gp, collect_start,
         )  # fmt: skip
 
+    def _scratch(self, name: str, n: int, dtype: type) -> tuple[np.ndarray, int]:
+        """A reusable array of ``n`` elements (grown when needed) and its data pointer."""
+        have = self._pool.get(name)
+        if have is None or have[0].size < n:
+            arr: np.ndarray = np.empty(max(n, 64) * 2, dtype=dtype)
+            have = self._pool[name] = (arr, arr.ctypes.data)
+        return have[0][:n], have[1]
+
     def _fetch(
         self,
     ) -> tuple[
         int, np.ndarray, np.ndarray, np.ndarray, bytes, bytes, np.ndarray, np.ndarray, list[str]
     ]:
-        sz = self._sizes
-        self.lib.octo_kpm_f3_sizes(sz.ctypes.data)
-        n, nv, nr, nn, nb = (int(x) for x in sz)
-        u64 = np.empty(n * 6, dtype=np.uint64)
-        meta = np.empty(n * 4, dtype=np.uint32)
-        f1ap = np.zeros(n * 4, dtype=np.uint64)
-        plmn = np.empty(n * 3, dtype=np.uint8)
-        ran = np.zeros(n * 8, dtype=np.uint8)
-        refs = np.empty(max(nr, 1), dtype=np.uint32)
+        self.lib.octo_kpm_f3_sizes(self._sizes_ptr)
+        n, nv, nr, nn, nb = self._sizes.tolist()
+        # scratch arrays are reused (read before the next decode, never handed out); the
+        # values are fresh: they leave in KpmColumns
+        u64, p_u64 = self._scratch("u64", n * 6, np.uint64)
+        meta, p_meta = self._scratch("meta", n * 4, np.uint32)
+        f1ap, p_f1ap = self._scratch("f1ap", n * 4, np.uint64)
+        plmn, p_plmn = self._scratch("plmn", n * 3, np.uint8)
+        ran, p_ran = self._scratch("ran", n * 8, np.uint8)
+        refs, p_refs = self._scratch("refs", nr, np.uint32)
+        ends, p_ends = self._scratch("ends", nn, np.uint64)
+        blob, p_blob = self._scratch("blob", nb, np.uint8)
+        f1ap[:] = 0  # fetch writes only the IDs a UE has; the identity key reads them all
+        ran[:] = 0
         values = np.empty(max(nv, 1), dtype=np.float64)
-        ends = np.empty(max(nn, 1), dtype=np.uint64)
-        blob = np.empty(max(nb, 1), dtype=np.uint8)
         self.lib.octo_kpm_f3_fetch(
-            u64.ctypes.data, meta.ctypes.data, f1ap.ctypes.data, plmn.ctypes.data,
-            ran.ctypes.data, refs.ctypes.data, values.ctypes.data, ends.ctypes.data,
-            blob.ctypes.data,
-        )  # fmt: skip
+            p_u64, p_meta, p_f1ap, p_plmn, p_ran, p_refs, values.ctypes.data, p_ends, p_blob
+        )
         raw = blob.tobytes()
         names = []
         start = 0
@@ -267,5 +278,7 @@ class NativeFormat3Decoder:
 
 
 def native_decoder() -> NativeFormat3Decoder | None:
-    """The native decoder, or None where its library is not built."""
-    return None if _lib() is None else NativeFormat3Decoder()
+    """The native decoder, or None where its library is not built (or is older than this
+    package: the Python fast path then, until make setup rebuilds it)."""
+    lib = _lib()
+    return None if lib is None or not hasattr(lib, "octo_kpm_f3_shape") else NativeFormat3Decoder()

@@ -144,10 +144,13 @@ class FeedbackSender:
         base = max(last.target_bps, 1.0)
         return abs(t.target_bps - last.target_bps) / base > self.min_change
 
-    def tick(self) -> None:
-        """Refresh every flow whose last datagram is ``max_interval_s`` old."""
+    def tick(self) -> float:
+        """Refresh every flow whose last datagram is ``max_interval_s`` old; the seconds until
+        the next flow falls due (``max_interval_s`` when none can: a send only moves a flow's
+        due time later, and a flow's first datagram goes out from ``update``/``add``)."""
         with self._lock:
             now = time.monotonic()
+            nxt = now + self.max_interval_s
             for fid, flow in self.flows.items():
                 t = self.targets.get(flow.ue)
                 if t is None:
@@ -155,6 +158,9 @@ class FeedbackSender:
                 last = self._sent.get(fid)
                 if last is None or now - last.at >= self.max_interval_s:
                     self._send(flow, t, now)
+                else:
+                    nxt = min(nxt, last.at + self.max_interval_s)
+            return max(0.0, nxt - now)
 
     def _send(self, flow: Flow, t: UeTarget, now: float) -> None:
         if flow.guami is not None and t.guami is not None and flow.guami != t.guami:
@@ -187,10 +193,14 @@ class FeedbackSender:
         ).start()
 
     def run_timer(self, stop: threading.Event, period_s: float = 0.01) -> None:
-        """The refresh loop (run in a thread)."""
-        while not stop.wait(period_s):
+        """The refresh loop (run in a thread). It sleeps until the next flow falls due, at
+        least ``period_s`` (the refresh's granularity) and at most ``max_interval_s``: with
+        estimates driving the sends, it wakes ~20 times a second instead of 100."""
+        wait = period_s
+        while not stop.wait(wait):
             try:
-                self.tick()
+                wait = min(max(self.tick(), period_s), max(self.max_interval_s, period_s))
             except Exception:  # the timer must outlive any one bad send
                 self.counters["timer_errors"] += 1
                 log.exception("feedback tick failed")
+                wait = period_s

@@ -139,11 +139,13 @@ def _from_columns(
         raise IndicationError(
             "unknown_ue", "no UE carries an AMF-UE-NGAP-ID (UEID-GNB); cannot key any UE"
         )
-    rows = keep
-    metrics = {}
-    for name in (*M.REQUIRED, M.PRB_TOTAL, *(STANDARD if estimate else ())):
-        if name in cols.metrics:
-            metrics[name] = np.ascontiguousarray(cols.values[rows, cols.metrics.index(name), :])
+    names = [n for n in (*M.REQUIRED, M.PRB_TOTAL, *(STANDARD if estimate else ()))
+             if n in cols.metrics]  # fmt: skip
+    idx = [cols.metrics.index(n) for n in names]
+    vals = cols.values if len(keep) == len(cols.ue_ids) else cols.values[keep]
+    # one copy, metric-major: each metric's (UE, granule) array is a contiguous view of it
+    stacked = np.ascontiguousarray(vals[:, idx, :].transpose(1, 0, 2))
+    metrics = {n: stacked[i] for i, n in enumerate(names)}
     ue_ids = ids.copy()
     if estimate and degraded is not None:
         metrics = degraded.complete(ue_ids, metrics, granularity_ms)

@@ -504,6 +504,43 @@ pub unsafe extern "C" fn octo_ric_indication_decode(
     })
 }
 
+/// The shape of the last decoded message: [uniform, metrics, records, granularity + 1 of the
+/// first UE that has one (0: none)]. Uniform: at least one UE, every UE with the same metric
+/// list (none twice) and the same number of records: the case the caller reads as one
+/// (UE, metric, record) array.
+///
+/// # Safety
+/// `out` must point to 4 writable u64.
+#[no_mangle]
+pub unsafe extern "C" fn octo_kpm_f3_shape(out: *mut u64) {
+    RESULT.with(|r| {
+        let p = r.borrow();
+        let s = std::slice::from_raw_parts_mut(out, 4);
+        s.fill(0);
+        let Some(first) = p.ues.first() else {
+            return;
+        };
+        let names = &first.names;
+        let unique = names
+            .iter()
+            .enumerate()
+            .all(|(i, a)| !names[..i].contains(a));
+        let uniform = !names.is_empty()
+            && unique
+            && p.ues
+                .iter()
+                .all(|u| u.n_rec == first.n_rec && u.names == *names);
+        s[0] = uniform as u64;
+        s[1] = names.len() as u64;
+        s[2] = first.n_rec as u64;
+        s[3] = p
+            .ues
+            .iter()
+            .find(|u| u.gp >= 0)
+            .map_or(0, |u| (u.gp + 1) as u64);
+    })
+}
+
 /// Sizes of the last decoded message: [UEs, values, metric references, names, name bytes].
 ///
 /// # Safety
