@@ -53,27 +53,31 @@ def library_path() -> Path | None:
 _LIB: ctypes.CDLL | None = None
 
 
+# (name, argument types, result type) of every function this module calls
+_SIGNATURES = (
+    ("octo_kpm_f3_decode", [ctypes.c_char_p, ctypes.c_size_t], ctypes.c_int32),
+    ("octo_kpm_f3_sizes", [ctypes.c_void_p], None),
+    ("octo_kpm_f3_fetch", [ctypes.c_void_p] * 9, None),
+    ("octo_kpm_f3_shape", [ctypes.c_void_p], None),
+    ("octo_ric_indication_decode", [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p],
+     ctypes.c_int32),
+)  # fmt: skip
+
+
 def _lib() -> ctypes.CDLL | None:
+    """The library, or None where it is not built or is older than this package (it lacks
+    a function: the Python fast path then, until make setup rebuilds it)."""
     global _LIB
     if _LIB is None:
         path = library_path()
         if path is None:
             return None
         lib = ctypes.CDLL(str(path))
-        lib.octo_kpm_f3_decode.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-        lib.octo_kpm_f3_decode.restype = ctypes.c_int32
-        lib.octo_kpm_f3_sizes.argtypes = [ctypes.c_void_p]
-        lib.octo_kpm_f3_sizes.restype = None
-        lib.octo_kpm_f3_fetch.argtypes = [ctypes.c_void_p] * 9
-        lib.octo_kpm_f3_fetch.restype = None
-        if hasattr(lib, "octo_kpm_f3_shape"):
-            lib.octo_kpm_f3_shape.argtypes = [ctypes.c_void_p]
-            lib.octo_kpm_f3_shape.restype = None
-        if hasattr(lib, "octo_ric_indication_decode"):  # a library built before it lacks it
-            lib.octo_ric_indication_decode.argtypes = [
-                ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p
-            ]  # fmt: skip
-            lib.octo_ric_indication_decode.restype = ctypes.c_int32
+        if not all(hasattr(lib, name) for name, _, _ in _SIGNATURES):
+            return None
+        for name, args, res in _SIGNATURES:
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = args, res
         _LIB = lib
     return _LIB
 
@@ -96,10 +100,6 @@ class NativeFormat3Decoder:
         self._shape = np.zeros(4, dtype=np.uint64)
         self._shape_ptr = self._shape.ctypes.data
         self._pool: dict[str, tuple[np.ndarray, int]] = {}
-        # a library built before these lacks them: make setup rebuilds it
-        self.whole_pdu = hasattr(lib, "octo_ric_indication_decode")
-        if not hasattr(lib, "octo_kpm_f3_shape"):
-            raise RuntimeError(f"{LIB_NAME} is older than this package (make setup rebuilds it)")
         self._names: dict[bytes, str] = {}
         self._guamis: dict[tuple[bytes, int, int, int], Guami] = {}
         self._ues: dict[tuple[object, ...], UeId] = {}
@@ -137,8 +137,6 @@ class NativeFormat3Decoder:
         non-uniform message, anything malformed): the caller takes the Python path
         (``envelope.decode_ric_indication`` + ``parse_indication``), which gives the same
         answer for what this reads and decides everything else."""
-        if not self.whole_pdu:
-            return None
         data = bytes(pdu)
         if self.lib.octo_ric_indication_decode(data, len(data), self._info_ptr) != 0:
             return None
@@ -278,7 +276,5 @@ class NativeFormat3Decoder:
 
 
 def native_decoder() -> NativeFormat3Decoder | None:
-    """The native decoder, or None where its library is not built (or is older than this
-    package: the Python fast path then, until make setup rebuilds it)."""
-    lib = _lib()
-    return None if lib is None or not hasattr(lib, "octo_kpm_f3_shape") else NativeFormat3Decoder()
+    """The native decoder, or None where its library is not built (or is stale)."""
+    return None if _lib() is None else NativeFormat3Decoder()

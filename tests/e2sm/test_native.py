@@ -51,6 +51,19 @@ def test_native_equals_generic(native: NativeFormat3Decoder, msg: kpm.KpmIndicat
     _same(native.decode_message(raw), indication.GenericDecoder().decode_message(raw))
 
 
+def _mixed_message(n_ue: int) -> kpm.KpmIndicationMessage:
+    """``n_ue`` UEs, two records each of an integer, a real, notSatisfied, noValue, a large
+    integer and a small negative real."""
+    rec = kpm.MeasRecord((1, 2.5, kpm.NOT_SATISFIED, None, 70000, -3.75e-5))
+    return kpm.KpmIndicationMessage(
+        kpm.IndicationFormat3(tuple(
+            kpm.UeReport(UeId.gnb(7 + u, GUAMI, u), kpm.IndicationFormat1(
+                (rec, rec), tuple(kpm.MeasInfo(f"M.{k}") for k in range(6)), 1))
+            for u in range(n_ue)
+        ))
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("special", [0x40, 0x41, 0x42, 0x43])
 def test_special_reals_agree_across_the_three_decoders(
     native: NativeFormat3Decoder, special: int
@@ -59,11 +72,7 @@ def test_special_reals_agree_across_the_three_decoders(
     bytes test below (the generic path read NaN as -inf, pycrate reads minus zero as +0):
     the generic decoder now reads NaN as NaN, and the fast paths give +0 for minus zero as it
     does, so all three agree."""
-    rec = kpm.MeasRecord((1, 2.5, kpm.NOT_SATISFIED, None, 70000, -3.75e-5))
-    msg = kpm.KpmIndicationMessage(kpm.IndicationFormat3((kpm.UeReport(
-        UeId.gnb(7, GUAMI, 0), kpm.IndicationFormat1(
-            (rec, rec), tuple(kpm.MeasInfo(f"M.{k}") for k in range(6)), 1)),)))  # fmt: skip
-    raw = bytearray(kpm.encode_kpm(msg))
+    raw = bytearray(kpm.encode_kpm(_mixed_message(1)))
     raw[67] = special  # the first content octet of the second record's last REAL
     data = bytes(raw)
     want = {0x40: math.inf, 0x41: -math.inf, 0x42: math.nan, 0x43: 0.0}[special]
@@ -82,15 +91,7 @@ def test_special_reals_agree_across_the_three_decoders(
 def test_native_on_corrupted_bytes_agrees_with_generic(
     native: NativeFormat3Decoder, junk: bytes, pos: int, byte: int, n_ue: int
 ) -> None:
-    rec = kpm.MeasRecord((1, 2.5, kpm.NOT_SATISFIED, None, 70000, -3.75e-5))
-    msg = kpm.KpmIndicationMessage(
-        kpm.IndicationFormat3(tuple(
-            kpm.UeReport(UeId.gnb(7 + u, GUAMI, u), kpm.IndicationFormat1(
-                (rec, rec), tuple(kpm.MeasInfo(f"M.{k}") for k in range(6)), 1))
-            for u in range(n_ue)
-        ))
-    )  # fmt: skip
-    raw = bytearray(kpm.encode_kpm(msg))
+    raw = bytearray(kpm.encode_kpm(_mixed_message(n_ue)))
     raw[pos % len(raw)] = byte
     for data in (bytes(raw), junk):
         try:

@@ -218,13 +218,7 @@ class OccEngine:
         s = self._slot_of.get(int(ue_id))
         if s is None:
             return None
-        flags = np.array([int(self._ho[s]), int(self._touch[s])], dtype=np.int64)
-        return {
-            "ist": self._ist[s].copy(), "fst": self._fst[s].copy(),
-            "ring_u": self._ring_u[s].copy(), "ring_a": self._ring_a[s].copy(),
-            "ring_c": self._ring_c[s].copy(), "dq_t": self._dq_t[s].copy(),
-            "dq_v": self._dq_v[s].copy(), "flags": flags, "last_out": self._last_out[s].copy(),
-        }  # fmt: skip
+        return {k: v[0] for k, v in self._states(np.array([s], dtype=np.int64)).items()}
 
     def export_states(self) -> tuple[list[int], dict[str, npt.NDArray[np.generic]]]:
         """Every UE's state at once: (UE ids, arrays whose row i is ``export_ue`` of UE i).
@@ -232,9 +226,13 @@ class OccEngine:
         ``export_ue`` calls on the indication path)."""
         ues = list(self._slot_of)
         slots = np.fromiter((self._slot_of[u] for u in ues), dtype=np.int64, count=len(ues))
+        return ues, self._states(slots)
+
+    def _states(self, slots: npt.NDArray[np.int64]) -> dict[str, npt.NDArray[np.generic]]:
+        """The state arrays of ``slots``, row by row (fancy indexing: copies)."""
         flags = np.stack([self._ho[slots].astype(np.int64), self._touch[slots].astype(np.int64)],
                          axis=1)  # fmt: skip
-        return ues, {
+        return {
             "ist": self._ist[slots], "fst": self._fst[slots], "ring_u": self._ring_u[slots],
             "ring_a": self._ring_a[slots], "ring_c": self._ring_c[slots],
             "dq_t": self._dq_t[slots], "dq_v": self._dq_v[slots], "flags": flags,

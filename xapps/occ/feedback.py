@@ -94,16 +94,15 @@ class FeedbackSender:
         if not math.isfinite(target.target_bps):
             return
         with self._lock:
-            self.targets[ue] = target
-            ids = self._by_ue.get(ue)
-            if not ids:
-                return
-            now = time.monotonic()
-            for fid in ids:
-                flow = self.flows[fid]
-                last = self._sent.get(fid)
-                if last is None or self._due(last, target, now):
-                    self._send(flow, target, now)
+            self._offer(ue, target, time.monotonic())
+
+    def _offer(self, ue: int, target: UeTarget, now: float) -> None:
+        """Keep ``target`` and send it to the UE's flows that are due (hold the lock)."""
+        self.targets[ue] = target
+        for fid in self._by_ue.get(ue, ()):
+            last = self._sent.get(fid)
+            if last is None or self._due(last, target, now):
+                self._send(self.flows[fid], target, now)
 
     def update_batch(
         self,
@@ -125,14 +124,8 @@ class FeedbackSender:
             now = time.monotonic()
             for i, u in hits:
                 bps = float(target_bps[i])
-                if not math.isfinite(bps):
-                    continue
-                target = UeTarget(bps, bool(fallback[i]), guamis[i], t_ms)
-                self.targets[u] = target
-                for fid in by_ue[u]:
-                    last = self._sent.get(fid)
-                    if last is None or self._due(last, target, now):
-                        self._send(self.flows[fid], target, now)
+                if math.isfinite(bps):
+                    self._offer(u, UeTarget(bps, bool(fallback[i]), guamis[i], t_ms), now)
 
     def forget(self, ue: int) -> None:
         with self._lock:
