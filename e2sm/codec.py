@@ -40,6 +40,7 @@ DECODE_TIME_LIMIT_S = 2.0
 
 E2AP_MODULE = _gen.OCTORIC_E2AP
 KPM_MODULE = _gen.OCTORIC_E2SM_KPM
+KPM_V2_MODULE = _gen.OCTORIC_E2SM_KPM_V2  # the v02.03 header (4-octet TimeStamp)
 RC_MODULE = _gen.OCTORIC_E2SM_RC
 COMMON_MODULE = _gen.OCTORIC_E2SM_COMMON
 
@@ -212,6 +213,12 @@ def _build_registry() -> dict[str, ASN1Obj]:
 
 
 TYPES: dict[str, ASN1Obj] = _build_registry()
+# Types of a protocol version that differ from the default ones of the same name, by variant
+# (``decode(..., variant="kpm-v02.03")``); every other type is the same in that version.
+KPM_V2 = "kpm-v02.03"
+VARIANTS: dict[str, dict[str, ASN1Obj]] = {
+    KPM_V2: {n: getattr(KPM_V2_MODULE, n.replace("-", "_")) for n in KPM_V2_MODULE._type_},
+}
 E2AP_TYPES: dict[str, ASN1Obj] = {
     n: getattr(E2AP_MODULE, n.replace("-", "_")) for n in E2AP_MODULE._type_
 }
@@ -229,11 +236,21 @@ TOP_LEVEL_TYPES: tuple[str, ...] = (
 )
 
 
-def asn1_type(type_name: str) -> ASN1Obj:
-    try:
-        return TYPES[type_name]
-    except KeyError:
-        raise KeyError(f"unknown ASN.1 type {type_name!r}") from None
+def asn1_type(type_name: str, variant: str | None = None) -> ASN1Obj:
+    obj = _lookup(type_name, variant)
+    if obj is None:
+        raise KeyError(f"unknown ASN.1 type {type_name!r} (variant {variant})")
+    return obj
+
+
+def _lookup(type_name: str, variant: str | None) -> ASN1Obj | None:
+    if variant is not None:
+        table = VARIANTS.get(variant)
+        if table is None:
+            return None
+        if type_name in table:
+            return table[type_name]
+    return TYPES.get(type_name)
 
 
 def _count_error(type_name: str) -> None:
@@ -247,11 +264,14 @@ def decode(
     *,
     max_bytes: int = MAX_PDU_BYTES,
     time_limit_s: float | None = DECODE_TIME_LIMIT_S,
+    variant: str | None = None,
 ) -> Any:
-    """Decode aligned-PER ``data`` as ``type_name``; any failure raises ``E2smDecodeError``."""
+    """Decode aligned-PER ``data`` as ``type_name`` (of protocol version ``variant``, see
+    ``VARIANTS``); any failure raises ``E2smDecodeError``."""
     global _deadline
-    if type_name not in TYPES:
-        raise E2smDecodeError(type_name, "unknown ASN.1 type")
+    obj = _lookup(type_name, variant)
+    if obj is None:
+        raise E2smDecodeError(type_name, f"unknown ASN.1 type (variant {variant})")
     if not isinstance(data, bytes | bytearray | memoryview):
         raise E2smDecodeError(type_name, f"expected bytes, got {type(data).__name__}")
     data = bytes(data)
@@ -261,7 +281,6 @@ def decode(
     if len(data) > max_bytes:
         _count_error(type_name)
         raise E2smDecodeError(type_name, f"{len(data)} bytes exceeds the {max_bytes}-byte limit")
-    obj = TYPES[type_name]
     with _LOCK:
         depth = len(ASN1CodecPER._off)
         char = Charpy(data)
@@ -295,11 +314,12 @@ def decode(
         return value
 
 
-def encode(type_name: str, value: Any) -> bytes:
-    """Encode a pycrate-model ``value`` as ``type_name``; failures raise ``E2smEncodeError``."""
-    if type_name not in TYPES:
-        raise E2smEncodeError(type_name, "unknown ASN.1 type")
-    obj = TYPES[type_name]
+def encode(type_name: str, value: Any, variant: str | None = None) -> bytes:
+    """Encode a pycrate-model ``value`` as ``type_name`` (of protocol version ``variant``);
+    failures raise ``E2smEncodeError``."""
+    obj = _lookup(type_name, variant)
+    if obj is None:
+        raise E2smEncodeError(type_name, f"unknown ASN.1 type (variant {variant})")
     with _LOCK:
         depth = len(ASN1CodecPER._off)
         try:
@@ -333,19 +353,19 @@ class AsnDataclass(Protocol):
 D = TypeVar("D")
 
 
-def encode_pdu(pdu: AsnDataclass) -> bytes:
+def encode_pdu(pdu: AsnDataclass, variant: str | None = None) -> bytes:
     """Aligned-PER bytes of an E2SM dataclass (its ``ASN_TYPE``)."""
     try:
         value = pdu.to_asn()
     except Exception as e:
         raise E2smEncodeError(pdu.ASN_TYPE, f"{type(e).__name__}: {e}") from None
-    return encode(pdu.ASN_TYPE, value)
+    return encode(pdu.ASN_TYPE, value, variant)
 
 
-def decode_pdu(cls: type[D], data: bytes) -> D:
+def decode_pdu(cls: type[D], data: bytes, variant: str | None = None) -> D:
     """Decode ``data`` as the E2SM dataclass ``cls`` (its ``ASN_TYPE`` and ``from_asn``)."""
     type_name: str = cls.ASN_TYPE  # type: ignore[attr-defined]
-    value = decode(type_name, data)
+    value = decode(type_name, data, variant=variant)
     try:
         return cls.from_asn(value)  # type: ignore[attr-defined, no-any-return]
     except E2smDecodeError:

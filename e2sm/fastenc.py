@@ -213,11 +213,14 @@ def _wrap_format3(content: bytes) -> bytes:
 # --- public API ----------------------------------------------------------------------------
 
 
-def encode_indication_header(collect_start_time: bytes) -> bytes:
-    """E2SM-KPM-IndicationHeader format 1 with only colletStartTime (8-byte NTP time)."""
+def encode_indication_header(collect_start_time: bytes, timestamp_octets: int = 8) -> bytes:
+    """E2SM-KPM-IndicationHeader format 1 with only colletStartTime (8-byte NTP time); with
+    ``timestamp_octets=4`` as KPM v02.03 has it (the seconds)."""
     if len(collect_start_time) != 8:
         raise Unsupported("a TimeStamp is 8 octets")
-    return b"\x00" + collect_start_time
+    if timestamp_octets not in (4, 8):
+        raise Unsupported("a TimeStamp is 8 octets, or 4 in KPM v02.03")
+    return b"\x00" + collect_start_time[:timestamp_octets]
 
 
 def encode_header(h: kpm.KpmIndicationHeader) -> bytes:

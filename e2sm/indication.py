@@ -14,16 +14,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from octoric.e2sm import codec
 from octoric.e2sm.common import ntp_to_unix
 from octoric.e2sm.envelope import decode_ric_indication
 from octoric.e2sm.errors import E2smDecodeError
 from octoric.e2sm.fastpath import FastFormat3Decoder
+from octoric.e2sm.kpm import KpmIndicationHeader, decode_kpm
 from octoric.e2sm.kpm_series import FloatArray as FloatArray
 from octoric.e2sm.kpm_series import GenericDecoder as GenericDecoder
 from octoric.e2sm.kpm_series import IndicationDecoder as IndicationDecoder
 from octoric.e2sm.kpm_series import KpmColumns as KpmColumns
 from octoric.e2sm.kpm_series import UeSeries as UeSeries
+from octoric.e2sm.kpm_version import DEFAULT as DEFAULT_VERSION
+from octoric.e2sm.kpm_version import KpmVersion
 
 if TYPE_CHECKING:
     from octoric.e2sm.e2ap import RicIndication
@@ -39,25 +41,39 @@ def _default_decoder() -> IndicationDecoder:
 _DEFAULT: IndicationDecoder | None = None
 
 
-def collect_start_of(header: bytes) -> float:
+def collect_start_of(header: bytes, version: KpmVersion | None = None) -> float:
     """Unix time of an E2SM-KPM-IndicationHeader's colletStartTime.
 
     The usual header is format 1 with the time stamp alone: one octet of preamble (CHOICE and
-    SEQUENCE extension bits, four absent optionals, padding: all zero) and the 8 octets. That
-    one is read directly (9 bytes, first 0x00: the generic decoder reads exactly this); any
-    other goes to the generic decoder."""
-    if len(header) == 9 and header[0] == 0:
-        return ntp_to_unix(bytes(header[1:]))
-    return collect_start_generic(header)
+    SEQUENCE extension bits, four absent optionals, padding: all zero) and the time stamp, 8
+    octets (KPM v03.00 and later) or 4 (v02.03: whole seconds). Those are read directly (9 or
+    5 bytes, first 0x00: the generic decoder reads exactly these); any other goes to the
+    generic decoder, as the node's KPM ``version`` first."""
+    if header[:1] == b"\0":
+        if len(header) == 9:
+            return ntp_to_unix(bytes(header[1:]))
+        if len(header) == 5:
+            return ntp_to_unix(bytes(header[1:]) + bytes(4))
+    return collect_start_generic(header, version)
 
 
-def collect_start_generic(header: bytes) -> float:
-    """``collect_start_of`` by the generic decoder alone (the fast path's oracle)."""
-    value = codec.decode("E2SM-KPM-IndicationHeader", header)
-    try:
-        return ntp_to_unix(value["indicationHeader-formats"][1]["colletStartTime"])
-    except (KeyError, ValueError, TypeError) as e:
-        raise E2smDecodeError("E2SM-KPM-IndicationHeader", str(e)) from None
+def collect_start_generic(header: bytes, version: KpmVersion | None = None) -> float:
+    """``collect_start_of`` by the generic decoder alone (the fast path's oracle): the header
+    as KPM ``version`` (default v04.00), then with the other time stamp size (a node whose
+    announced version does not say which it writes: srsRAN_Project announces v02's OID and
+    writes 8 octets)."""
+    first = version or DEFAULT_VERSION
+    other = KpmVersion.V4_00 if first.timestamp_octets == 4 else KpmVersion.V2_03
+    error: E2smDecodeError | None = None
+    for v in (first, other):
+        try:
+            return decode_kpm(KpmIndicationHeader, bytes(header), v).unix_time
+        except E2smDecodeError as e:
+            error = error or e
+        except ValueError as e:  # another header format
+            error = error or E2smDecodeError("E2SM-KPM-IndicationHeader", str(e))
+    assert error is not None
+    raise error
 
 
 def _unique(names: list[str]) -> list[str]:
@@ -118,12 +134,14 @@ def parse_indication(
     message: bytes,
     decoder: IndicationDecoder | None = None,
     granularity_ms: int | None = None,
+    version: KpmVersion | None = None,
 ) -> KpmColumns:
     """Columnar data of a KPM indication (header + message bytes of a RIC indication).
-    ``granularity_ms`` is used when the message does not carry granulPeriod."""
+    ``granularity_ms`` is used when the message does not carry granulPeriod; ``version`` is the
+    node's KPM version where known (it decides only for headers with optional fields)."""
     if decoder is None:
         decoder = default_decoder()
-    start = collect_start_of(header)
+    start = collect_start_of(header, version)
     direct = getattr(decoder, "decode_columns", None)  # the native decoder's zero-copy path
     if direct is not None:
         cols: KpmColumns | None = direct(message, start, granularity_ms)
@@ -133,9 +151,12 @@ def parse_indication(
 
 
 def parse_ric_indication(
-    pdu: bytes, decoder: IndicationDecoder | None = None, granularity_ms: int | None = None
+    pdu: bytes,
+    decoder: IndicationDecoder | None = None,
+    granularity_ms: int | None = None,
+    version: KpmVersion | None = None,
 ) -> tuple[RicIndication, KpmColumns]:
     """(RicIndication, columns) of an E2AP RIC indication PDU carrying KPM (the xApp hot path:
     the E2AP envelope is read by ``envelope.decode_ric_indication``)."""
     ind = decode_ric_indication(pdu)
-    return ind, parse_indication(ind.header, ind.message, decoder, granularity_ms)
+    return ind, parse_indication(ind.header, ind.message, decoder, granularity_ms, version)

@@ -1,12 +1,15 @@
-"""E2SM-KPM v04.00 as octoric uses it: dataclasses, builders and parsers.
+"""E2SM-KPM as octoric uses it (v04.00, and v02.03 / v03.00 / v05.00 on the same model:
+``kpm_version``): dataclasses, builders and parsers.
 
 - ``KpmEventTrigger``: event trigger format 1 (reporting period, ms).
 - ``KpmActionDefinition`` + ``action_definition_style1..5``: the action definitions of report
   styles 1-5 (formats 1-5). octoric's xApps use styles 4 and 5 (UE-level).
 - ``KpmIndicationHeader`` (format 1) and ``KpmIndicationMessage`` (formats 1-3).
 - ``KpmRanFunctionDefinition`` and ``octoric_ran_function_definition()``.
-- ``encode_kpm`` / ``decode_kpm`` for every one of them, and ``indication.parse_indication`` for
-  the columnar view (UE x metric x granule numpy arrays) of an indication.
+- ``encode_kpm`` / ``decode_kpm`` for every one of them (``version=`` the node's KPM version:
+  what that version cannot carry is refused, the v02.03 header has its 4-octet time stamp),
+  and ``indication.parse_indication`` for the columnar view (UE x metric x granule numpy
+  arrays) of an indication.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from typing import Any, TypeVar, Union
 from octoric.contracts import kpm as _profile
 from octoric.e2sm import codec
 from octoric.e2sm.common import Cgi, RanFunctionName, UeId, ntp_to_unix
+from octoric.e2sm.errors import E2smEncodeError
+from octoric.e2sm.kpm_version import DEFAULT as DEFAULT_VERSION
+from octoric.e2sm.kpm_version import KpmVersion, needs
 
 OCC_MEASUREMENTS = _profile.OCC_MEASUREMENTS
 OCC_OPTIONAL_MEASUREMENTS = _profile.OCC_OPTIONAL_MEASUREMENTS
@@ -388,20 +394,86 @@ class ActionFormat5:
         )
 
 
-ActionFormat = ActionFormat1 | ActionFormat2 | ActionFormat3 | ActionFormat4 | ActionFormat5
+@dataclass(frozen=True)
+class ReportJob:
+    """MultiReportActionDefinitionItem (v05.00): one job of a Format 255 action."""
+
+    job_id: int
+    action: KpmActionDefinition | None = None
+    cell: Cgi | None = None
+    ue_id: UeId | None = None
+    ue_ids: tuple[UeId, ...] | None = None  # jobMatchingUEidList (at least two)
+
+    def to_asn(self) -> dict[str, Any]:
+        v: dict[str, Any] = {"jobID": self.job_id}
+        if self.action is not None:
+            v["jobActionDefinition"] = self.action.to_asn()
+        if self.cell is not None:
+            v["jobCellGlobalID"] = self.cell.to_asn()
+        if self.ue_id is not None:
+            v["jobUEID"] = self.ue_id.to_asn()
+        if self.ue_ids is not None:
+            v["jobMatchingUEidList"] = [{"ueID": u.to_asn()} for u in self.ue_ids]
+        return v
+
+    @classmethod
+    def from_asn(cls, v: dict[str, Any]) -> ReportJob:
+        a, c, u, us = (v.get(k) for k in ("jobActionDefinition", "jobCellGlobalID", "jobUEID",
+                                           "jobMatchingUEidList"))  # fmt: skip
+        return cls(
+            int(v["jobID"]),
+            None if a is None else KpmActionDefinition.from_asn(a),
+            None if c is None else Cgi.from_asn(c),
+            None if u is None else UeId.from_asn(u),
+            None if us is None else tuple(UeId.from_asn(x["ueID"]) for x in us),
+        )
+
+
+@dataclass(frozen=True)
+class ActionFormat255:
+    """Format 255 (v05.00): several jobs in one action, reported in one indication
+    (``approach`` "single") or one each ("multiple"), with an optional common definition."""
+
+    jobs: tuple[ReportJob, ...]
+    approach: str = "single"
+    common: KpmActionDefinition | None = None
+
+    def to_asn(self) -> dict[str, Any]:
+        v: dict[str, Any] = {
+            "multiReportActionDefinitionList": [j.to_asn() for j in self.jobs],
+            "multiReportApproach": self.approach,
+        }
+        if self.common is not None:
+            v["commonActionDefinition"] = self.common.to_asn()
+        return v
+
+    @classmethod
+    def from_asn(cls, v: dict[str, Any]) -> ActionFormat255:
+        c = v.get("commonActionDefinition")
+        return cls(
+            tuple(ReportJob.from_asn(j) for j in v["multiReportActionDefinitionList"]),
+            str(v["multiReportApproach"]),
+            None if c is None else KpmActionDefinition.from_asn(c),
+        )
+
+
+ActionFormat = (
+    ActionFormat1 | ActionFormat2 | ActionFormat3 | ActionFormat4 | ActionFormat5 | ActionFormat255
+)
 _ACTION_FORMATS: dict[str, Any] = {
     "actionDefinition-Format1": ActionFormat1,
     "actionDefinition-Format2": ActionFormat2,
     "actionDefinition-Format3": ActionFormat3,
     "actionDefinition-Format4": ActionFormat4,
     "actionDefinition-Format5": ActionFormat5,
+    "actionDefinition-Format255": ActionFormat255,
 }
 _ACTION_ALT = {cls: alt for alt, cls in _ACTION_FORMATS.items()}
 
 
 @dataclass(frozen=True)
 class KpmActionDefinition:
-    """E2SM-KPM-ActionDefinition: a report style (1-5) and the matching format."""
+    """E2SM-KPM-ActionDefinition: a report style (1-5) and the matching format (255: jobs)."""
 
     style: int
     format: ActionFormat
@@ -486,7 +558,8 @@ def action_definition_style5(
 @dataclass(frozen=True)
 class KpmIndicationHeader:
     """E2SM-KPM-IndicationHeader format 1. ``collect_start_time`` is the 8-byte NTP TimeStamp
-    (``common.ntp_timestamp(unix_s)`` builds one)."""
+    (``common.ntp_timestamp(unix_s)`` builds one); KPM v02.03 carries its first 4 octets (whole
+    seconds), read back with a zero fraction."""
 
     collect_start_time: bytes
     file_format_version: str | None = None
@@ -683,32 +756,64 @@ class IndicationFormat3:
         return cls(tuple(UeReport.from_asn(r) for r in v["ueMeasReportList"]))
 
 
-IndicationFormat = IndicationFormat1 | IndicationFormat2 | IndicationFormat3
+@dataclass(frozen=True)
+class IndicationFormat255:
+    """E2SM-KPM-IndicationMessage-Format255 (v05.00): one message per job of a Format 255
+    action, as (job ID, message)."""
+
+    jobs: tuple[tuple[int, KpmIndicationMessage], ...]
+
+    def to_asn(self) -> dict[str, Any]:
+        return {
+            "multiReportIndicationMessageList": [
+                {"jobID": j, "indicationMessage": m.to_asn()} for j, m in self.jobs
+            ]
+        }
+
+    @classmethod
+    def from_asn(cls, v: dict[str, Any]) -> IndicationFormat255:
+        return cls(
+            tuple(
+                (int(i["jobID"]), KpmIndicationMessage.from_asn(i["indicationMessage"]))
+                for i in v["multiReportIndicationMessageList"]
+            )
+        )
+
+
+IndicationFormat = IndicationFormat1 | IndicationFormat2 | IndicationFormat3 | IndicationFormat255
 _IND_FORMATS: dict[str, Any] = {
     "indicationMessage-Format1": IndicationFormat1,
     "indicationMessage-Format2": IndicationFormat2,
     "indicationMessage-Format3": IndicationFormat3,
+    "indicationMessage-Format255": IndicationFormat255,
 }
 _IND_ALT = {cls: alt for alt, cls in _IND_FORMATS.items()}
 
 
 @dataclass(frozen=True)
 class KpmIndicationMessage:
-    """E2SM-KPM-IndicationMessage (formats 1-3)."""
+    """E2SM-KPM-IndicationMessage (formats 1-3, and v05.00's 255 and job ID)."""
 
     format: IndicationFormat
+    job_id: int | None = None  # v05.00: the job of a Format 255 action this message reports
 
     ASN_TYPE = "E2SM-KPM-IndicationMessage"
 
     def to_asn(self) -> dict[str, Any]:
-        return {"indicationMessage-formats": (_IND_ALT[type(self.format)], self.format.to_asn())}
+        v: dict[str, Any] = {
+            "indicationMessage-formats": (_IND_ALT[type(self.format)], self.format.to_asn())
+        }
+        if self.job_id is not None:
+            v["jobID"] = self.job_id
+        return v
 
     @classmethod
     def from_asn(cls, v: dict[str, Any]) -> KpmIndicationMessage:
         alt, body = v["indicationMessage-formats"]
         if alt not in _IND_FORMATS:
             raise ValueError(f"unsupported indication message format {alt}")
-        return cls(_IND_FORMATS[alt].from_asn(body))
+        job = v.get("jobID")
+        return cls(_IND_FORMATS[alt].from_asn(body), None if job is None else int(job))
 
 
 # --- RAN function definition ---------------------------------------------------------------
@@ -778,12 +883,40 @@ class ReportStyle:
 
 
 @dataclass(frozen=True)
+class IntegratedReportStyle:
+    """RIC-IntegratedReportStyle-Item (v05.00): a report style that takes Format 255 (jobs).
+    The fundamental styles and support flags stay as the codec's value in ``other``."""
+
+    style: int
+    name: str
+    action_format_type: int = 255
+    header_format_type: int = 1
+    message_format_type: int = 255
+    other: dict[str, Any] | None = None
+
+    _KEYS = ("ric-ReportStyle-Type", "ric-ReportStyle-Name", "ric-ActionFormat-Type",
+             "ric-IndicationHeaderFormat-Type", "ric-IndicationMessageFormat-Type")  # fmt: skip
+
+    def to_asn(self) -> dict[str, Any]:
+        vals = (self.style, self.name, self.action_format_type, self.header_format_type,
+                self.message_format_type)  # fmt: skip
+        return {**dict(zip(self._KEYS, vals, strict=True)), **(self.other or {})}
+
+    @classmethod
+    def from_asn(cls, v: dict[str, Any]) -> IntegratedReportStyle:
+        other = {k: x for k, x in v.items() if k not in cls._KEYS}
+        style, name, af, hf, mf = (v[k] for k in cls._KEYS)
+        return cls(int(style), str(name), int(af), int(hf), int(mf), other or None)
+
+
+@dataclass(frozen=True)
 class KpmRanFunctionDefinition:
-    """E2SM-KPM-RANfunction-Description."""
+    """E2SM-KPM-RANfunction-Description (``integrated_styles``: v05.00)."""
 
     name: RanFunctionName
     event_trigger_styles: tuple[EventTriggerStyle, ...] | None = None
     report_styles: tuple[ReportStyle, ...] | None = None
+    integrated_styles: tuple[IntegratedReportStyle, ...] | None = None
 
     ASN_TYPE = "E2SM-KPM-RANfunction-Description"
 
@@ -793,16 +926,20 @@ class KpmRanFunctionDefinition:
             v["ric-EventTriggerStyle-List"] = [s.to_asn() for s in self.event_trigger_styles]
         if self.report_styles is not None:
             v["ric-ReportStyle-List"] = [s.to_asn() for s in self.report_styles]
+        if self.integrated_styles is not None:
+            v["ric-IntegratedReportStyle-List"] = [s.to_asn() for s in self.integrated_styles]
         return v
 
     @classmethod
     def from_asn(cls, v: dict[str, Any]) -> KpmRanFunctionDefinition:
         et = v.get("ric-EventTriggerStyle-List")
         rs = v.get("ric-ReportStyle-List")
+        irs = v.get("ric-IntegratedReportStyle-List")
         return cls(
             RanFunctionName.from_asn(v["ranFunction-Name"]),
             None if et is None else tuple(EventTriggerStyle.from_asn(s) for s in et),
             None if rs is None else tuple(ReportStyle.from_asn(s) for s in rs),
+            None if irs is None else tuple(IntegratedReportStyle.from_asn(s) for s in irs),
         )
 
     def report_style(self, style: int) -> ReportStyle | None:
@@ -855,11 +992,30 @@ T = TypeVar(
 )
 
 
-def encode_kpm(pdu: KpmPdu) -> bytes:
-    """Aligned-PER bytes of a KPM dataclass (its ``ASN_TYPE``)."""
-    return codec.encode_pdu(pdu)
+def encode_kpm(pdu: KpmPdu, version: KpmVersion = DEFAULT_VERSION) -> bytes:
+    """Aligned-PER bytes of a KPM dataclass (its ``ASN_TYPE``) as KPM ``version`` has them.
+    What that version cannot carry (``kpm_version.needs``) raises ``E2smEncodeError``; the
+    v02.03 header keeps the seconds of the time stamp."""
+    try:
+        value = pdu.to_asn()
+    except Exception as e:
+        raise E2smEncodeError(pdu.ASN_TYPE, f"{type(e).__name__}: {e}") from None
+    need = needs(value)
+    if version < need:
+        raise E2smEncodeError(
+            pdu.ASN_TYPE, f"needs E2SM-KPM {need.label}; the node speaks {version.label}"
+        )
+    if isinstance(pdu, KpmIndicationHeader) and version.timestamp_octets == 4:
+        value["indicationHeader-formats"][1]["colletStartTime"] = pdu.collect_start_time[:4]
+    return codec.encode(pdu.ASN_TYPE, value, version.variant)
 
 
-def decode_kpm(cls: type[T], data: bytes) -> T:
-    """Decode ``data`` as the KPM type ``cls`` (e.g. ``decode_kpm(KpmIndicationHeader, b)``)."""
-    return codec.decode_pdu(cls, data)
+def decode_kpm(cls: type[T], data: bytes, version: KpmVersion = DEFAULT_VERSION) -> T:
+    """Decode ``data`` as the KPM type ``cls`` (e.g. ``decode_kpm(KpmIndicationHeader, b)``)
+    of KPM ``version`` (v02.03: the 4-octet time stamp, read with a zero fraction)."""
+    if cls is KpmIndicationHeader and version.timestamp_octets == 4:
+        value = codec.decode(cls.ASN_TYPE, data, variant=version.variant)
+        body = value["indicationHeader-formats"][1]
+        body["colletStartTime"] = bytes(body["colletStartTime"]) + bytes(4)
+        return KpmIndicationHeader.from_asn(value)  # type: ignore[return-value]
+    return codec.decode_pdu(cls, data, version.variant)

@@ -101,27 +101,37 @@ class GenericDecoder:
 
     def decode_message(self, message: bytes) -> list[UeSeries]:
         value = codec.decode("E2SM-KPM-IndicationMessage", message)
-        try:
-            kind, body = value["indicationMessage-formats"]
-            if kind == "indicationMessage-Format1":
-                return [_series_from_format1(None, body)]
-            if kind == "indicationMessage-Format3":
-                return [
-                    _series_from_format1(UeId.from_asn(r["ueID"]), r["measReport"])
-                    for r in body["ueMeasReportList"]
-                ]
-            if kind == "indicationMessage-Format2":
-                # one row: the conditions' measurements in order
-                names = [
-                    str(c["measType"][1])
-                    if c["measType"][0] == "measName"
-                    else f"id:{c['measType'][1]}"
-                    for c in body["measCondUEidList"]
-                ]
-                f1 = {"measData": body["measData"], "granulPeriod": body.get("granulPeriod")}
-                return [_series_from_format1(None, f1, names)]
-        except (KeyError, ValueError, TypeError, IndexError) as e:
-            raise E2smDecodeError(
-                "E2SM-KPM-IndicationMessage", f"{type(e).__name__}: {e}"
-            ) from None
-        raise E2smDecodeError("E2SM-KPM-IndicationMessage", f"unsupported format {kind}")
+        return _series_of(value)
+
+
+def _series_of(value: dict[str, Any]) -> list[UeSeries]:
+    """The series of a decoded E2SM-KPM-IndicationMessage; a Format 255 one (KPM v05.00) has
+    its jobs' series, in job order."""
+    try:
+        kind, body = value["indicationMessage-formats"]
+        if kind == "indicationMessage-Format255":
+            return [
+                s
+                for item in body["multiReportIndicationMessageList"]
+                for s in _series_of(item["indicationMessage"])
+            ]
+        if kind == "indicationMessage-Format1":
+            return [_series_from_format1(None, body)]
+        if kind == "indicationMessage-Format3":
+            return [
+                _series_from_format1(UeId.from_asn(r["ueID"]), r["measReport"])
+                for r in body["ueMeasReportList"]
+            ]
+        if kind == "indicationMessage-Format2":
+            # one row: the conditions' measurements in order
+            names = [
+                str(c["measType"][1])
+                if c["measType"][0] == "measName"
+                else f"id:{c['measType'][1]}"
+                for c in body["measCondUEidList"]
+            ]
+            f1 = {"measData": body["measData"], "granulPeriod": body.get("granulPeriod")}
+            return [_series_from_format1(None, f1, names)]
+    except (KeyError, ValueError, TypeError, IndexError) as e:
+        raise E2smDecodeError("E2SM-KPM-IndicationMessage", f"{type(e).__name__}: {e}") from None
+    raise E2smDecodeError("E2SM-KPM-IndicationMessage", f"unsupported format {kind}")

@@ -18,7 +18,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ASN1_DIR = HERE / "asn1"
 # Order matters only for readability of the output: E2AP first, then the E2SM modules.
-SOURCES = ("e2ap.asn", "e2sm-common.asn", "e2sm-kpm.asn", "e2sm-rc.asn")
+SOURCES = ("e2ap.asn", "e2sm-common.asn", "e2sm-kpm.asn", "e2sm-kpm-v2.asn", "e2sm-rc.asn")
 OUTPUT = HERE / "_generated" / "octoric_asn1.py"
 STAMP_PREFIX = "# octoric-asn1-sources-sha256: "
 

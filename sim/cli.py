@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from octoric.contracts import ports
+from octoric.e2sm.kpm_version import KpmVersion
 from octoric.sim.errors import SimError
 from octoric.sim.scenario import BUILTIN, Scenario, load
 
@@ -59,6 +60,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     live.add_argument(
         "--e2-transport", choices=["auto", "sctp", "tcp"], default="auto",
         help="E2 transport (auto: SCTP when the kernel has it, else octoric's TCP framing)",
+    )  # fmt: skip
+    live.add_argument(
+        "--kpm-version", metavar="V[,V...]", default="4.00",
+        help="E2SM-KPM version the gNBs speak (2.03, 3.00, 4.00, 5.00); a list is cycled over "
+        "the gNBs (default 4.00)",
     )  # fmt: skip
     live.add_argument(
         "--status-file", metavar="PATH", help="rewrite a JSON status here every second"
@@ -169,6 +175,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 LIVE_DEFAULT_S = 24 * 3600.0  # a live run without --duration lasts until SIGTERM (or a day)
 
 
+def _kpm_versions(text: str) -> tuple[KpmVersion, ...]:
+    try:
+        return tuple(KpmVersion.parse(v) for v in text.split(",") if v.strip())
+    except ValueError as e:
+        raise SimError(f"--kpm-version: {e}") from None
+
+
 def _cmd_live(args: argparse.Namespace) -> int:
     import asyncio
     import signal
@@ -201,6 +214,7 @@ def _cmd_live(args: argparse.Namespace) -> int:
         feedback_port=args.feedback_port, occ_register=args.occ_register,
         handover_log=Path(args.handover_log) if args.handover_log else None,
         series_path=Path(args.series) if args.series else None,
+        kpm_versions=_kpm_versions(args.kpm_version),
     )  # fmt: skip
     if not args.quiet:
         print(

@@ -33,11 +33,12 @@ import numpy as np
 
 from octoric.contracts import kpm as K
 from octoric.contracts import rc as R
-from octoric.e2sm import e2ap, fastenc, kpm, rc
-from octoric.e2sm.common import Guami, UeId, ntp_timestamp
+from octoric.e2sm import e2ap, fastenc, kpm, kpm_version, rc
+from octoric.e2sm.common import Guami, RanFunctionName, UeId, ntp_timestamp
 from octoric.e2sm.e2ap_ies import Cause, GlobalE2NodeId, RanFunction, RicActionNotAdmitted
 from octoric.e2sm.errors import E2smError
 from octoric.e2sm.granules import aggregate_granules
+from octoric.e2sm.kpm_version import KpmVersion
 from octoric.e2sm.node_session import E2NodeSession, E2Subscription, SessionStats
 from octoric.sim.dropper import DropperConfig, OctopusDropper
 from octoric.sim.engine import Engine, MobilityEvent
@@ -73,9 +74,22 @@ def nr_cell_identity(gnb_id: int, cell_id: int) -> int:
     return (gnb_id << (36 - GNB_ID_BITS)) | cell_id
 
 
-def kpm_ran_function() -> RanFunction:
+def kpm_ran_function(version: KpmVersion = kpm_version.DEFAULT) -> RanFunction:
+    """The KPM RAN function a gNB of KPM ``version`` announces, as such nodes do in the field:
+    v02.03 and v04.00 with OID ...1.2.2.2 (v02.0x nodes; srsRAN_Project with v04.00), v03.00 and
+    v05.00 with ...1.3.2.2, v05.00 with its integrated report style (jobs, Format 255) listed."""
     d = kpm.octoric_ran_function_definition(measurements=MEASUREMENTS)
-    return RanFunction(kpm.RAN_FUNCTION_ID, kpm.encode_kpm(d), 1, kpm.OID)
+    oid = kpm_version.OID_V3 if version in (KpmVersion.V3_00, KpmVersion.V5_00) else kpm.OID
+    integrated = None
+    if version is KpmVersion.V5_00:
+        integrated = (kpm.IntegratedReportStyle(6, "Multiple jobs", 255, 1, 255),)
+    d = kpm.KpmRanFunctionDefinition(
+        RanFunctionName(d.name.short_name, oid, d.name.description, d.name.instance),
+        d.event_trigger_styles,
+        d.report_styles,
+        integrated,
+    )
+    return RanFunction(kpm.RAN_FUNCTION_ID, kpm.encode_kpm(d, version), 1, oid)
 
 
 def rc_ran_function() -> RanFunction:
@@ -151,8 +165,10 @@ class E2Agent(E2NodeSession[Subscription, AgentStats]):
         plmn: bytes = PLMN,
         guami: Guami = GUAMI,
         gnb_id: int | None = None,
+        kpm_version: KpmVersion = kpm_version.DEFAULT,
     ) -> None:
         self.engine = engine
+        self.kpm_version = kpm_version
         self.gnb = gnb
         self.plmn, self.guami = plmn, guami
         self.gnb_id = GNB_ID_BASE + gnb if gnb_id is None else gnb_id
@@ -161,7 +177,7 @@ class E2Agent(E2NodeSession[Subscription, AgentStats]):
             port,
             transport,  # type: ignore[arg-type]
             GlobalE2NodeId(plmn, self.gnb_id, GNB_ID_BITS),
-            [kpm_ran_function(), rc_ran_function()],
+            [kpm_ran_function(kpm_version), rc_ran_function()],
             AgentStats(),
             name=f"gNB {gnb}",
         )
@@ -299,7 +315,7 @@ class E2Agent(E2NodeSession[Subscription, AgentStats]):
     def _kpm_action(self, action_id: int, definition: bytes | None) -> KpmAction:
         if definition is None:
             raise ActionRejected(_CAUSE_UNSUPPORTED, "a KPM action needs a definition")
-        d = kpm.decode_kpm(kpm.KpmActionDefinition, definition)
+        d = kpm.decode_kpm(kpm.KpmActionDefinition, definition, self.kpm_version)
         f = d.format
         ue_filter: frozenset[int] | None = None
         conditions: tuple[kpm.MeasCond, ...] = ()
@@ -315,6 +331,8 @@ class E2Agent(E2NodeSession[Subscription, AgentStats]):
             cell = f.cell
         elif isinstance(f, kpm.ActionFormat4):
             sub1, cell = f.subscription, f.subscription.cell
+        elif isinstance(f, kpm.ActionFormat255):  # KPM v05.00 jobs: not simulated
+            raise ActionRejected(_CAUSE_UNSUPPORTED, "multi-report (Format 255) actions")
         else:
             sub1, cell = f.subscription, f.subscription.cell
             ue_filter = frozenset(_amf(u) for u in f.ue_ids)
@@ -386,7 +404,9 @@ class E2Agent(E2NodeSession[Subscription, AgentStats]):
         vals, ue_cell, cellm = vals[:n], ue_cell[:n], cellm[:n]
         sub.pending = [(start + n, *rest)] if len(rest[0]) else []
         sub.pending_slots = len(rest[0])
-        header = fastenc.encode_indication_header(ntp_timestamp(self.slot_to_unix(start)))
+        header = fastenc.encode_indication_header(
+            ntp_timestamp(self.slot_to_unix(start)), self.kpm_version.timestamp_octets
+        )
         for act in sub.kpm_actions:
             t0 = time.perf_counter()
             try:

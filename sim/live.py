@@ -23,6 +23,8 @@ from typing import Any
 
 from octoric.contracts import ports
 from octoric.contracts.feedback import FeedbackFormatError, parse_feedback
+from octoric.e2sm import kpm_version
+from octoric.e2sm.kpm_version import KpmVersion
 from octoric.sim.clock import WallClockStats
 from octoric.sim.e2agent import E2Agent
 from octoric.sim.engine import Engine
@@ -138,6 +140,8 @@ class LiveOptions:
     tick_ms: float = 1.0
     handover_log: Path | None = None  # ground truth: one JSON line per handover start / end
     series_path: Path | None = None  # one JSON line per status: the run's time series
+    # E2SM-KPM version of each gNB (gNB g speaks kpm_versions[g % len]); () = v04.00
+    kpm_versions: tuple[KpmVersion, ...] = ()
 
 
 @dataclass
@@ -159,8 +163,17 @@ class LiveSim:
         self.clock = AsyncWallClock(opts.tick_ms)
         eng = self.engine
         n_gnb = max(c.gnb for c in eng.cells) + 1
+        kv = opts.kpm_versions or (kpm_version.DEFAULT,)
         self.agents = [
-            E2Agent(eng, g, opts.ric_host, opts.ric_port, opts.transport, self.slot_to_unix)
+            E2Agent(
+                eng,
+                g,
+                opts.ric_host,
+                opts.ric_port,
+                opts.transport,
+                self.slot_to_unix,
+                kpm_version=kv[g % len(kv)],
+            )
             for g in range(n_gnb)
         ]
         for a in self.agents:

@@ -14,6 +14,7 @@ from typing import Any
 
 from octoric.e2sm import kpm
 from octoric.e2sm.errors import E2smError
+from octoric.e2sm.kpm_version import KpmVersion, announced, is_kpm
 
 log = logging.getLogger("xapps.discovery")
 CONNECTED = 1  # ConnectionStatus.CONNECTED in the R-NIB protobufs
@@ -28,12 +29,17 @@ class E2Node:
     connected: bool
     ran_functions: tuple[tuple[int, str], ...]  # (RAN function ID, OID)
     kpm_styles: KpmStyles = ()  # from the KPM RAN function definition; () if unknown
+    kpm_version: KpmVersion | None = None  # what its E2 Setup announces (kpm_version.announced)
 
     def has_function(self, oid: str, ran_function_id: int | None = None) -> bool:
         return any(
             o == oid or (ran_function_id is not None and f == ran_function_id)
             for f, o in self.ran_functions
         )
+
+    def has_kpm(self) -> bool:
+        """Does it offer E2SM-KPM (any version's OID, or KPM's usual RAN function ID)?"""
+        return any(is_kpm(o) or f == kpm.RAN_FUNCTION_ID for f, o in self.ran_functions)
 
     def kpm_measurements(self, style: int | None = None) -> tuple[str, ...]:
         """The KPM measurement names the node offers in report style ``style`` (None: in
@@ -46,36 +52,48 @@ class E2Node:
 
 
 @functools.lru_cache(maxsize=64)
-def kpm_styles_of(definition: str | bytes) -> KpmStyles:
-    """The report styles and measurement names of an E2SM-KPM RAN function definition (hex
-    string or bytes); () if it does not decode. Cached: discovery reads the same definitions
-    every round, so a bad one is logged once."""
+def kpm_definition_of(definition: str | bytes) -> kpm.KpmRanFunctionDefinition | None:
+    """An E2SM-KPM RAN function definition (hex string or bytes); None if it does not decode.
+    Cached: discovery reads the same definitions every round, so a bad one is logged once."""
     try:
         data = (
             definition
             if isinstance(definition, bytes)
             else bytes.fromhex("".join(definition.split()))
         )
-        d = kpm.decode_kpm(kpm.KpmRanFunctionDefinition, data)
+        return kpm.decode_kpm(kpm.KpmRanFunctionDefinition, data)
     except (ValueError, E2smError) as e:
         log.warning("KPM RAN function definition not readable (%d chars): %s", len(definition), e)
-        return ()
+        return None
+
+
+def kpm_styles_of(definition: str | bytes) -> KpmStyles:
+    """The report styles and measurement names of an E2SM-KPM RAN function definition (hex
+    string or bytes); () if it does not decode."""
+    d = kpm_definition_of(definition)
+    return () if d is None else _styles(d)
+
+
+def _styles(d: kpm.KpmRanFunctionDefinition) -> KpmStyles:
     return tuple(
         (s.style, tuple(name for name, _ in s.measurements)) for s in d.report_styles or ()
     )
 
 
-def _kpm_styles(meid: str, functions: Any) -> KpmStyles:
-    """The report styles of the node's KPM RAN function (R-NIB ``RanFunction`` entries): the
-    one with E2SM-KPM's OID, else the one with KPM's usual RAN function ID."""
+def _kpm_function(meid: str, functions: Any) -> tuple[KpmStyles, KpmVersion | None]:
+    """The report styles and the announced KPM version of the node's KPM RAN function
+    (R-NIB ``RanFunction`` entries): the one with an E2SM-KPM OID (any version's), else the
+    one with KPM's usual RAN function ID."""
     fs = list(functions)
-    f = next((f for f in fs if str(f.ran_function_oid) == kpm.OID), None)
+    f = next((f for f in fs if is_kpm(str(f.ran_function_oid))), None)
     if f is None:
         f = next((f for f in fs if int(f.ran_function_id) == kpm.RAN_FUNCTION_ID), None)
     if f is None:
         log.debug("%s offers no KPM RAN function", meid)
-        return ()
-    return kpm_styles_of(str(f.ran_function_definition))
+        return (), None
+    d = kpm_definition_of(str(f.ran_function_definition))
+    version = announced(str(f.ran_function_oid), d)
+    return (() if d is None else _styles(d)), version
 
 
 def rnib_nodes(xapp: Any) -> list[E2Node]:
@@ -86,6 +104,7 @@ def rnib_nodes(xapp: Any) -> list[E2Node]:
         info = xapp.GetNodeb(name)
         funcs: tuple[tuple[int, str], ...] = ()
         styles: KpmStyles = ()
+        version: KpmVersion | None = None
         connected = ident.connection_status == CONNECTED
         if info is not None:
             connected = info.connection_status == CONNECTED
@@ -94,6 +113,6 @@ def rnib_nodes(xapp: Any) -> list[E2Node]:
                     (int(f.ran_function_id), str(f.ran_function_oid))
                     for f in info.gnb.ran_functions
                 )
-                styles = _kpm_styles(name, info.gnb.ran_functions)
-        out.append(E2Node(name, connected, funcs, styles))
+                styles, version = _kpm_function(name, info.gnb.ran_functions)
+        out.append(E2Node(name, connected, funcs, styles, version))
     return sorted(out, key=lambda n: n.meid)

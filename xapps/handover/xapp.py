@@ -210,7 +210,7 @@ class HandoverXapp:
         how = self.cfg.detection
         if how != KPM and node.has_function(rc.OID, rc.RAN_FUNCTION_ID):
             return [self.rc_wanted()]
-        if how != RC and node.has_function(kpm.OID, kpm.RAN_FUNCTION_ID):
+        if how != RC and node.has_kpm():
             return [self.kpm_wanted()]
         return []
 

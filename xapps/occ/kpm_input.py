@@ -22,6 +22,7 @@ from octoric.e2sm.errors import E2smError
 from octoric.e2sm.fastpath import decode_ric_indication
 from octoric.e2sm.indication import default_decoder, parse_indication
 from octoric.e2sm.kpm_series import KpmColumns
+from octoric.e2sm.kpm_version import KpmVersion
 from octoric.xapps.base.errors import XappError
 from octoric.xapps.occ import metrics as M
 from octoric.xapps.occ.degraded import ESTIMATED, STANDARD, DegradedInputs
@@ -59,11 +60,15 @@ def decode_indication(pdu: bytes) -> RicIndication:
 
 
 def engine_input(
-    pdu: bytes | RicIndication, granularity_ms: int = 1, degraded: DegradedInputs | None = None
+    pdu: bytes | RicIndication,
+    granularity_ms: int = 1,
+    degraded: DegradedInputs | None = None,
+    version: KpmVersion | None = None,
 ) -> EngineInput:
     """``degraded``: when the indication has none of OCC's vendor measurements but has the
     standard ones, estimate the former (OCC's degraded mode, ``degraded.py``) instead of
-    rejecting it.
+    rejecting it. ``version``: the node's E2SM-KPM version where known (it decides how a
+    header with optional fields is read; the usual header of every version is read directly).
 
     PDU bytes go through the native decoder's whole-PDU path when it is built and the PDU is
     the usual one (``native.decode_ric_indication``); any other goes through the envelope
@@ -79,7 +84,7 @@ def engine_input(
     if ind.ran_function_id != kpm.RAN_FUNCTION_ID:
         raise _not_kpm(ind.ran_function_id)
     try:
-        cols = parse_indication(ind.header, ind.message)
+        cols = parse_indication(ind.header, ind.message, version=version)
     except E2smError as e:
         raise IndicationError("undecodable", str(e)) from None
     except (ValueError, TypeError, IndexError, KeyError) as e:  # decoder edge cases

@@ -34,6 +34,8 @@ import orjson
 from octoric.contracts import message_types as mt
 from octoric.contracts.ho_event import HoEventError, parse_ho_event
 from octoric.e2sm import kpm
+from octoric.e2sm.kpm_version import DEFAULT as DEFAULT_KPM_VERSION
+from octoric.e2sm.kpm_version import KpmVersion
 from octoric.xapps.base.config import controls_of, typed_controls
 from octoric.xapps.base.discovery import E2Node
 from octoric.xapps.base.errors import RestError
@@ -101,6 +103,8 @@ class OccXapp:
         self.rejected: Counter[str] = Counter()  # indications by reason
         self.unsupported: dict[str, tuple[str, ...]] = {}  # meid -> measurements it lacks
         self.degraded_nodes: dict[str, tuple[str, ...]] = {}  # the same, in degraded mode
+        self.kpm_versions: dict[str, KpmVersion] = {}  # meid -> what its E2 Setup announced
+        self._next_t0: dict[str, int] = {}  # meid -> end of its last report (KPM v02.03 nodes)
         self.degraded = DegradedInputs(self.engine.config.dl_slots_per_ms)
         self.dropped_rows: Counter[str] = Counter()  # UE rows by reason
         self.ho_errors: Counter[str] = Counter()
@@ -229,14 +233,18 @@ class OccXapp:
         t_start = time.perf_counter()
         self.counters["indications"] += 1
         try:
+            version = self.kpm_versions.get(msg.meid)
             inp = engine_input(
                 msg.payload,
                 self.cfg.granularity_ms,
                 self.degraded if self.cfg.degraded_mode else None,
+                version,
             )
         except IndicationError as e:
             self._reject(e.reason, str(e), msg.meid)
             return
+        if version is KpmVersion.V2_03:
+            self._whole_second_start(msg.meid, inp)
         ahead_ms = inp.t0_ms + inp.n_granules * self.cfg.granularity_ms - time.time() * 1000.0
         if ahead_ms > self.cfg.max_clock_ahead_ms:
             # checked before the engine sees it: its per-UE "latest sample" never moves ahead
@@ -283,6 +291,18 @@ class OccXapp:
         self.counters["reports_unsent"] += 1
         if self.shell.last_tx_failure == "no_route":
             self._no_route_until = now + NO_ROUTE_BACKOFF_S
+
+    def _whole_second_start(self, meid: str, inp: EngineInput) -> None:
+        """A KPM v02.03 time stamp has whole seconds only, so two reports within a second
+        would start at the same ms. A report whose second holds the end of the node's previous
+        report continues it (periodic reports do); others start on their second. A node that
+        announces v02's OID but writes 8-octet stamps (srsRAN_Project) is untouched except at
+        .000 starts, where continuing gives the same ms."""
+        if inp.t0_ms % 1000 == 0:
+            nxt = self._next_t0.get(meid)
+            if nxt is not None and inp.t0_ms <= nxt < inp.t0_ms + 1000:
+                inp.t0_ms = nxt
+        self._next_t0[meid] = inp.t0_ms + inp.n_granules * self.cfg.granularity_ms
 
     def _ingest(self, inp: EngineInput, meid: str) -> tuple[AbwBatch | None, EngineInput | None]:
         """Ingest; rows the engine faults by UE are dropped and the rest retried once."""
@@ -439,12 +459,16 @@ class OccXapp:
         extra = tuple(m for m in kpm.OCC_OPTIONAL_MEASUREMENTS if m in offered and m not in first)
         return first + extra
 
-    def kpm_wanted(self, measurements: tuple[str, ...] | None = None) -> Wanted:
-        """The KPM style-4 subscription with ``measurements`` (default: the configured ones)."""
+    def kpm_wanted(
+        self, measurements: tuple[str, ...] | None = None, version: KpmVersion | None = None
+    ) -> Wanted:
+        """The KPM style-4 subscription with ``measurements`` (default: the configured ones),
+        as the node's KPM ``version`` reads it (the same bytes in v02.03-v05.00)."""
         meas = self.cfg.measurements if measurements is None else measurements
-        trigger = kpm.encode_kpm(kpm.KpmEventTrigger(self.cfg.reporting_period_ms))
+        v = version or DEFAULT_KPM_VERSION
+        trigger = kpm.encode_kpm(kpm.KpmEventTrigger(self.cfg.reporting_period_ms), v)
         action = kpm.encode_kpm(
-            kpm.action_definition_style4(meas, granularity_ms=self.cfg.granularity_ms)
+            kpm.action_definition_style4(meas, granularity_ms=self.cfg.granularity_ms), v
         )
         return Wanted(KPM, kpm.RAN_FUNCTION_ID, trigger, action, meas)
 
@@ -455,8 +479,12 @@ class OccXapp:
         return self.node_subs.request(meid, sid, self.kpm_wanted(measurements))
 
     def _wants(self, node: E2Node) -> list[Wanted]:
-        if not node.has_function(kpm.OID, kpm.RAN_FUNCTION_ID):
+        if not node.has_kpm():
             return []
+        version = node.kpm_version or DEFAULT_KPM_VERSION
+        if self.kpm_versions.get(node.meid) is not version:
+            log.info("node %s announces E2SM-KPM %s", node.meid, version.label)
+            self.kpm_versions[node.meid] = version
         offered = node.kpm_measurements(self.cfg.report_style)
         # A node that lists its measurements and lacks some OCC needs (a stock srsRAN gNB has
         # no OCC.* vendor measurements) cannot serve OCC's subscription. With the standard
@@ -467,7 +495,7 @@ class OccXapp:
         if not missing:
             self.unsupported.pop(node.meid, None)
             self.degraded_nodes.pop(node.meid, None)
-            return [self.kpm_wanted(self.kpm_measurements(offered))]
+            return [self.kpm_wanted(self.kpm_measurements(offered), version)]
         degraded = self.cfg.degraded_mode and all(m in offered for m in STANDARD)
         seen = self.degraded_nodes if degraded else self.unsupported
         if seen.get(node.meid) != missing:
@@ -482,7 +510,7 @@ class OccXapp:
         (self.unsupported if degraded else self.degraded_nodes).pop(node.meid, None)
         if not degraded:
             return []
-        return [self.kpm_wanted(self.kpm_measurements(offered, base=STANDARD))]
+        return [self.kpm_wanted(self.kpm_measurements(offered, base=STANDARD), version)]
 
     # --- REST -----------------------------------------------------------------------------
     def _routes(self) -> None:
@@ -556,6 +584,7 @@ class OccXapp:
             # copies first: discovery's thread may change them while HTTP reads
             "unsupported_nodes": {m: list(v) for m, v in dict(self.unsupported).items()},
             "degraded_nodes": {m: list(v) for m, v in dict(self.degraded_nodes).items()},
+            "kpm_versions": {m: v.label for m, v in dict(self.kpm_versions).items()},
             "flows": len(self.feedback.flows),
             "restored": self.restored,
             "counters": dict(self.counters),

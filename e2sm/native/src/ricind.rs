@@ -1,7 +1,8 @@
 //! The E2AP RICindication envelope, read as `e2sm/envelope.py` (`parse` and
 //! `_fast_ric_indication`) reads it, for the usual KPM indication: initiating message,
 //! procedure 5, the mandatory IEs plus an optional RICindicationSN, no call process ID, and an
-//! E2SM-KPM indication header that is format 1 with the time stamp alone (9 octets). Anything
+//! E2SM-KPM indication header that is format 1 with the time stamp alone (9 octets; 5 in KPM
+//! v02.03, whose time stamp has the seconds only). Anything
 //! else is a `Fallback`: the caller takes the Python path, which decides.
 
 use crate::per::{Fallback, Reader};
@@ -115,11 +116,12 @@ pub fn parse(pdu: &[u8]) -> Result<(Indication, Vec<u8>), Fallback> {
         Some(_) => return Err(Fallback),
     };
     let header = octet_string(get(5)?)?;
-    if header.len() != 9 || header[0] != 0 {
+    // 9 octets: KPM v03.00+ (8-octet TimeStamp); 5: v02.03 (4 octets, the seconds)
+    if !(header.len() == 9 || header.len() == 5) || header[0] != 0 {
         return Err(Fallback); // optional header fields: the Python path reads those
     }
     let mut ts = [0u8; 8];
-    ts.copy_from_slice(&header[1..9]);
+    ts[..header.len() - 1].copy_from_slice(&header[1..]);
     let message = octet_string(get(6)?)?.into_owned();
     Ok((
         Indication {
