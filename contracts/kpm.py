@@ -9,6 +9,10 @@ from __future__ import annotations
 
 RAN_FUNCTION_ID = 2
 OID = "1.3.6.1.4.1.53148.1.2.2.2"  # as srsRAN_Project
+# the OIDs E2 nodes announce KPM with (e2sm/kpm_version.py): v02.0x's (which srsRAN_Project and
+# OCUDU send with v04.00 encoding), and v03.00's (kept by v04.00 and v05.00)
+OID_V2 = OID
+OID_V3 = "1.3.6.1.4.1.53148.1.3.2.2"
 SHORT_NAME = "ORAN-E2SM-KPM"
 
 PRB_USED_DL = "RRU.PrbUsedDl"  # UE: PRBs allocated, average per DL slot (P_alloc)

@@ -24,12 +24,13 @@ import enum
 import re
 from typing import Any
 
+from octoric.contracts import kpm as _profile
 from octoric.e2sm import codec
 
-OID_V2 = "1.3.6.1.4.1.53148.1.2.2.2"  # KPM v02.0x (also srsRAN_Project / OCUDU, which send v04.00)
-OID_V3 = "1.3.6.1.4.1.53148.1.3.2.2"  # KPM v03.00 and later (the module OID stayed at version3)
+OID_V2 = _profile.OID_V2  # KPM v02.0x (also srsRAN_Project / OCUDU, which send v04.00)
+OID_V3 = _profile.OID_V3  # KPM v03.00 and later (the module OID stayed at version3)
 KPM_OIDS = (OID_V2, OID_V3)
-SHORT_NAME = "ORAN-E2SM-KPM"
+SHORT_NAME = _profile.SHORT_NAME
 
 
 class KpmVersion(enum.Enum):

@@ -34,6 +34,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from octoric import log as octolog
+from octoric import realtime
 from octoric.config import RicConfig
 from octoric.contracts import auth
 from octoric.e2sm.transport import Transport
@@ -479,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def serve(component: str, state: Path) -> int:
     octolog.configure(f"ric-{component}")
+    if component == "e2term":  # on the indication path (octoric/realtime.py)
+        realtime.apply_from_env("e2term")
     rt = RicRuntime.read(state)
 
     async def go() -> None:

@@ -42,6 +42,7 @@ def parse_args(
 
 def run_forever(name: str, xapp: Runnable) -> int:
     """Start the xApp and serve until SIGTERM/SIGINT; a start failure exits 2 with one line."""
+    from octoric import realtime
     from octoric.errors import OctoricError
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -52,6 +53,7 @@ def run_forever(name: str, xapp: Runnable) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
+        realtime.apply_from_env(f"{name} xApp")  # before its threads start: they inherit it
         xapp.start()
     except OctoricError as e:
         print(f"{name} xApp: {e}", file=sys.stderr)

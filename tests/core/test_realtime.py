@@ -1,0 +1,50 @@
+"""OCTORIC_RT_PRIORITY: SCHED_FIFO for the latency path, opt-in (octoric/realtime.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from octoric import realtime
+
+pytestmark = pytest.mark.unit
+
+
+def test_priority_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(realtime.ENV, raising=False)
+    assert realtime.priority_from_env() is None
+    for raw, want in (("0", None), ("1", 1), (" 50 ", 50), ("99", 99)):
+        monkeypatch.setenv(realtime.ENV, raw)
+        assert realtime.priority_from_env() == want
+    for bad in ("100", "-1", "high", "1.5"):
+        monkeypatch.setenv(realtime.ENV, bad)
+        with pytest.raises(ValueError, match="SCHED_FIFO priority 1-99"):
+            realtime.priority_from_env()
+        assert realtime.apply_from_env("test") is None  # said in the log, not raised
+
+
+_CHILD = """
+import os, threading
+from octoric import realtime
+got = realtime.apply_from_env("child")
+seen = []
+t = threading.Thread(target=lambda: seen.append(os.sched_getscheduler(0)))
+t.start(); t.join()
+print(got, os.sched_getscheduler(0) == os.SCHED_FIFO, seen[0] == os.SCHED_FIFO)
+"""
+
+
+def test_the_process_and_its_later_threads_run_sched_fifo() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("SCHED_FIFO needs CAP_SYS_NICE (CI runs as root)")
+    env = {**os.environ, realtime.ENV: "1"}
+    out = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True,
+                         text=True, timeout=60, check=True).stdout.split()  # fmt: skip
+    assert out == ["1", "True", "True"]
+    env[realtime.ENV] = "0"
+    out = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True,
+                         text=True, timeout=60, check=True).stdout.split()  # fmt: skip
+    assert out == ["None", "False", "False"]
