@@ -13,6 +13,7 @@ by default) keeps a runaway RT thread from taking a whole core forever.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 
@@ -49,3 +50,20 @@ def apply_from_env(who: str) -> int | None:
         return None
     log.info("%s: SCHED_FIFO priority %d", who, prio)
     return prio
+
+
+def freeze_startup_heap() -> int:
+    """Move every object alive now (modules, the ASN.1 codecs' type objects, the RMR and
+    HTTP machinery) out of the garbage collector's sight (``gc.freeze``); the number frozen.
+
+    A full collection walks every tracked object: with the start-up heap of an xApp (pycrate's
+    generated types alone are tens of thousands of objects) that stalls every thread of the
+    process for tens of ms, a few times a minute at 1000 indications/s. The start-up heap
+    lives as long as the process, so collecting it gains nothing. Call once, after start-up.
+    ``OCTORIC_GC_FREEZE=0`` leaves the collector as Python has it (an A/B switch for the
+    benchmarks)."""
+    if os.environ.get("OCTORIC_GC_FREEZE") == "0":
+        return 0
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()

@@ -375,6 +375,7 @@ async def run_e2term(rt: RicRuntime, stop: asyncio.Event) -> None:
     )
     e2t = E2term(e2cfg, sdl, ep)
     await e2t.start()
+    realtime.freeze_startup_heap()  # no full collection walks the start-up heap on the path
 
     def stats() -> dict[str, Any]:
         d = _stats_dict(e2t.stats, ep.counters, _sdl_stats(sdl))

@@ -48,3 +48,24 @@ def test_the_process_and_its_later_threads_run_sched_fifo() -> None:
     out = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True,
                          text=True, timeout=60, check=True).stdout.split()  # fmt: skip
     assert out == ["None", "False", "False"]
+
+
+_FREEZE = """
+import gc, os
+from octoric import realtime
+import octoric.e2sm.codec  # a start-up heap: pycrate's generated types
+n = realtime.freeze_startup_heap()
+print(n > 10000, gc.get_freeze_count() > 10000, len(gc.get_objects()) < 10000)
+"""
+
+
+def test_the_startup_heap_is_frozen_unless_switched_off() -> None:
+    env = {**os.environ}
+    env.pop("OCTORIC_GC_FREEZE", None)
+    out = subprocess.run([sys.executable, "-c", _FREEZE], env=env, capture_output=True,
+                         text=True, timeout=60, check=True).stdout.split()  # fmt: skip
+    assert out == ["True", "True", "True"]
+    env["OCTORIC_GC_FREEZE"] = "0"
+    out = subprocess.run([sys.executable, "-c", _FREEZE], env=env, capture_output=True,
+                         text=True, timeout=60, check=True).stdout.split()  # fmt: skip
+    assert out == ["False", "False", "False"]

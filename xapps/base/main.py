@@ -55,6 +55,7 @@ def run_forever(name: str, xapp: Runnable) -> int:
     try:
         realtime.apply_from_env(f"{name} xApp")  # before its threads start: they inherit it
         xapp.start()
+        realtime.freeze_startup_heap()
     except OctoricError as e:
         print(f"{name} xApp: {e}", file=sys.stderr)
         os._exit(2)
