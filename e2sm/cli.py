@@ -77,10 +77,17 @@ def _emit(text: str) -> int:
 
 def _cmd_decode(args: argparse.Namespace) -> int:
     from octoric.e2sm import jsonconv
+    from octoric.e2sm.errors import E2smDecodeError
 
     _check_type(args.pdu)
     data = _read_input(args)
-    js = jsonconv.decode_to_json(args.pdu, data)
+    variant = _variant(args)
+    try:
+        js = jsonconv.decode_to_json(args.pdu, data, variant)
+    except E2smDecodeError as e:
+        if args.pdu == "E2SM-KPM-IndicationHeader" and variant is None and len(data) == 5:
+            raise E2smCliError(f"{e} (a KPM v02.03 header? --kpm-version 2.03)") from None
+        raise
     return _emit(json.dumps(js, indent=None if args.compact else 2))
 
 
@@ -96,7 +103,18 @@ def _cmd_encode(args: argparse.Namespace) -> int:
         js: Any = json.loads(text)
     except json.JSONDecodeError as e:
         raise E2smCliError(f"{args.json}: invalid JSON at line {e.lineno}: {e.msg}") from None
-    return _emit(jsonconv.encode_from_json(args.pdu, js).hex())
+    return _emit(jsonconv.encode_from_json(args.pdu, js, _variant(args)).hex())
+
+
+def _variant(args: argparse.Namespace) -> str | None:
+    """The codec variant of ``--kpm-version`` (v02.03's header types; None for the others,
+    whose types octoric's module reads as they are)."""
+    from octoric.e2sm.kpm_version import KpmVersion
+
+    try:
+        return KpmVersion.parse(args.kpm_version).variant
+    except ValueError as e:
+        raise E2smCliError(f"--kpm-version: {e}") from None
 
 
 def _cmd_types(args: argparse.Namespace) -> int:
@@ -125,6 +143,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     e.add_argument("--pdu", required=True, help="ASN.1 type, e.g. E2SM-KPM-ActionDefinition")
     e.add_argument("--json", required=True, help="JSON file (- = stdin)")
     e.set_defaults(func=_cmd_encode)
+    for x in (d, e):
+        x.add_argument(
+            "--kpm-version", default="4.00", metavar="V",
+            help="E2SM-KPM version of a KPM PDU: 2.03 (4-octet time stamps), 3.00, 4.00, 5.00 "
+            "(default %(default)s; 3.00-5.00 read alike)",
+        )  # fmt: skip
 
     t = sub.add_parser("types", help="list the PDU types --pdu accepts")
     t.set_defaults(func=_cmd_types)

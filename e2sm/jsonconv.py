@@ -214,23 +214,24 @@ def json_to_value(obj: ASN1Obj, js: Json, path: str = "") -> Any:
     raise TypeError(f"{here}: unsupported ASN.1 type {t}")
 
 
-def decode_to_json(type_name: str, data: bytes) -> Json:
-    """Decode ``data`` as ``type_name`` and return its JSON form."""
-    value = codec.decode(type_name, data)
-    return value_to_json(codec.asn1_type(type_name), value)
+def decode_to_json(type_name: str, data: bytes, variant: str | None = None) -> Json:
+    """Decode ``data`` as ``type_name`` (of ``codec.VARIANTS[variant]`` where it has one) and
+    return its JSON form."""
+    value = codec.decode(type_name, data, variant=variant)
+    return value_to_json(codec.asn1_type(type_name, variant), value)
 
 
-def encode_from_json(type_name: str, js: Json) -> bytes:
+def encode_from_json(type_name: str, js: Json, variant: str | None = None) -> bytes:
     """Encode the JSON form ``js`` of a ``type_name`` value."""
     if type_name not in codec.TYPES:
         raise E2smEncodeError(type_name, "unknown ASN.1 type")
     try:
-        value = json_to_value(codec.asn1_type(type_name), js, type_name)
+        value = json_to_value(codec.asn1_type(type_name, variant), js, type_name)
     except E2smEncodeError:
         raise
     except (ValueError, TypeError, KeyError) as e:
         raise E2smEncodeError(type_name, str(e)) from None
-    return codec.encode(type_name, value)
+    return codec.encode(type_name, value, variant)
 
 
 def value_to_asn1tools(obj: ASN1Obj, val: Any) -> Any:

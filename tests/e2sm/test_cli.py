@@ -87,3 +87,28 @@ def test_types(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["e2sm", "types"]) == 0
     names = capsys.readouterr().out.split()
     assert "E2AP-PDU" in names and "E2SM-RC-ControlHeader" in names
+
+
+def test_kpm_v2_header_with_kpm_version(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    v2 = "00e8fe6f80"  # the KPM v02.03 header: preamble, 4-octet NTP seconds
+    argv = ["e2sm", "decode", "--pdu", "E2SM-KPM-IndicationHeader", "--hex", v2]
+    assert main([*argv, "--kpm-version", "2.03"]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert js == {
+        "indicationHeader-formats": ["indicationHeader-Format1", {"colletStartTime": "e8fe6f80"}]
+    }
+    assert main(argv) != 0  # as v04.00: an error that names the likely cause
+    assert "--kpm-version 2.03" in capsys.readouterr().err
+    (tmp_path / "h.json").write_text(json.dumps(js))
+    enc = [
+        "e2sm",
+        "encode",
+        "--pdu",
+        "E2SM-KPM-IndicationHeader",
+        "--json",
+        str(tmp_path / "h.json"),
+    ]
+    assert main([*enc, "--kpm-version", "v02.03"]) == 0
+    assert capsys.readouterr().out.strip() == v2
+    assert main([*enc, "--kpm-version", "9"]) != 0
+    assert "--kpm-version" in capsys.readouterr().err
