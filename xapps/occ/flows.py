@@ -24,6 +24,9 @@ _HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
 _GUAMI = re.compile(r"^([0-9a-fA-F]{6}):(\d{1,3}):(\d{1,4}):(\d{1,2})$")
 _KEYS = {"id", "ue", "guami", "address", "format", "ssrcs", "sender_ssrc"}
 MAX_UE_ID = (1 << 40) - 1  # AMF-UE-NGAP-ID is 0..2^40-1
+# registered flows at most: a few per UE of the cells one xApp serves; past it a registration
+# is refused (409), so a client that never deletes cannot grow the xApp without bound (#17)
+MAX_FLOWS = 4096
 
 
 def _bad(field_: str, message: str) -> RestError:

@@ -51,7 +51,7 @@ from octoric.xapps.occ.degraded import STANDARD, DegradedInputs
 from octoric.xapps.occ.engine import OccEngine
 from octoric.xapps.occ.errors import OccInputError
 from octoric.xapps.occ.feedback import FeedbackSender, UeTarget
-from octoric.xapps.occ.flows import Flow, parse_flow
+from octoric.xapps.occ.flows import MAX_FLOWS, Flow, parse_flow
 from octoric.xapps.occ.kpm_input import (
     EngineInput,
     IndicationError,
@@ -548,6 +548,9 @@ class OccXapp:
         flow = parse_flow(req.json())
         if flow.id in self.feedback.flows:
             raise RestError(409, "flow_exists", f"flow {flow.id} exists; DELETE it first")
+        if len(self.feedback.flows) >= MAX_FLOWS:
+            self.counters["flows_refused_too_many"] += 1
+            raise RestError(409, "too_many", f"at most {MAX_FLOWS} flows; DELETE unused ones")
         try:  # persisted first: a flow the SDL does not hold would not survive a restart
             self.sdl.set_json(f"{persist.FLOW}{flow.id}", flow.to_json())
         except Exception as e:

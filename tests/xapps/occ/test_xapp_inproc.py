@@ -193,3 +193,34 @@ def test_reports_wait_while_nobody_subscribes(
     step(7)
     assert len(sent) == 2
     assert sorted(xapp.latest) == [101, 102]  # the records do not depend on the reports
+
+
+def test_flow_registrations_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that registers and never deletes cannot grow the xApp without bound: past
+    MAX_FLOWS a registration is a 409 "too_many", counted; a DELETE makes room again."""
+    import json
+
+    from octoric.contracts import auth
+    from octoric.xapps.occ import xapp as occ_xapp
+
+    monkeypatch.setattr(occ_xapp, "MAX_FLOWS", 5)
+    occ = OccXapp(
+        free_port(), free_port(), sdl=SdlStore("occ", SyncStorage(fake_db_backend="dict"))
+    )
+    occ.shell.http.token = "t" * 32
+    occ.shell._ready.set()
+    hdr = auth.bearer("t" * 32)
+
+    def post(i: int) -> tuple[int, dict[str, object]]:
+        body = {"id": f"f{i}", "ue": 1000 + i, "address": "127.0.0.1:9", "format": "json"}
+        r = occ.shell.http.dispatch("POST", "/occ/v1/flows", json.dumps(body).encode(), dict(hdr))
+        return r.status, json.loads(r.body)
+
+    assert [post(i)[0] for i in range(5)] == [201] * 5
+    status, err = post(5)
+    assert status == 409 and err["reason"] == "too_many", err
+    assert occ.counters["flows_refused_too_many"] == 1
+    assert len(occ.flows()) == 5
+    r = occ.shell.http.dispatch("DELETE", "/occ/v1/flows/f0", b"", dict(hdr))
+    assert r.status == 204
+    assert post(5)[0] == 201
