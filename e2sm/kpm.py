@@ -25,7 +25,7 @@ from octoric.e2sm import codec
 from octoric.e2sm.common import Cgi, RanFunctionName, UeId, ntp_to_unix
 from octoric.e2sm.errors import E2smEncodeError
 from octoric.e2sm.kpm_version import DEFAULT as DEFAULT_VERSION
-from octoric.e2sm.kpm_version import KpmVersion, needs
+from octoric.e2sm.kpm_version import KpmVersion, needs, needs_v5
 
 OCC_MEASUREMENTS = _profile.OCC_MEASUREMENTS
 OCC_OPTIONAL_MEASUREMENTS = _profile.OCC_OPTIONAL_MEASUREMENTS
@@ -1000,7 +1000,14 @@ def encode_kpm(pdu: KpmPdu, version: KpmVersion = DEFAULT_VERSION) -> bytes:
         value = pdu.to_asn()
     except Exception as e:
         raise E2smEncodeError(pdu.ASN_TYPE, f"{type(e).__name__}: {e}") from None
-    need = needs(value)
+    # v04.00 nodes can take all but v05's additions, which sit at the top of a PDU: only
+    # older versions need the whole value walked (a large indication has thousands of values)
+    if version >= KpmVersion.V5_00:
+        need = version
+    elif version >= KpmVersion.V4_00:
+        need = KpmVersion.V5_00 if needs_v5(value) else version
+    else:
+        need = needs(value)
     if version < need:
         raise E2smEncodeError(
             pdu.ASN_TYPE, f"needs E2SM-KPM {need.label}; the node speaks {version.label}"

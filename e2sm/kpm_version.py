@@ -58,6 +58,12 @@ class KpmVersion(enum.Enum):
     def __le__(self, other: KpmVersion) -> bool:
         return self.value <= other.value
 
+    def __gt__(self, other: KpmVersion) -> bool:
+        return self.value > other.value
+
+    def __ge__(self, other: KpmVersion) -> bool:
+        return self.value >= other.value
+
     @classmethod
     def parse(cls, text: str) -> KpmVersion:
         """``"2.03"``, ``"v02.03"``, ``"v2"``, ``"5"`` ... -> the version."""
@@ -112,6 +118,17 @@ _V5_KEYS = (
     "indicationMessage-Format255",
     "ric-IntegratedReportStyle-List",
 )
+
+
+def needs_v5(value: Any) -> bool:
+    """Does a top-level codec value (a KPM PDU's) use what v05.00 added? v05.00's additions
+    sit at the top of the PDUs that have them, so this reads one level (``needs`` walks all)."""
+    if not isinstance(value, dict):
+        return False
+    return any(
+        k in _V5_KEYS or (isinstance(x, tuple) and x[:1] and x[0] in _V5_KEYS)
+        for k, x in value.items()
+    )
 
 
 def needs(value: Any) -> KpmVersion:

@@ -161,6 +161,9 @@ def test_v5_format255_message_and_columns() -> None:
     # 0 (index) + 1 (Format255 is the 2nd addition) -> 0b1_0_000001 then open type
     assert b[0] >> 6 == 0b01  # SEQUENCE ext 0, CHOICE ext 1
     assert kpm.decode_kpm(kpm.KpmIndicationMessage, b) == m
+    for older in (V2, V3, V4):  # the v04 check reads the top only; older ones walk it all
+        with pytest.raises(E2smEncodeError, match=r"needs E2SM-KPM v05\.00"):
+            kpm.encode_kpm(m, older)
     cols = parse_indication(b"\0" + ntp_timestamp(UNIX), b)
     assert [u.amf_ue_ngap_id if u else None for u in cols.ue_ids] == [5, None]
     assert np.array_equal(cols.values[:, 0, 0], [7.0, 7.0])
