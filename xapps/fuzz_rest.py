@@ -39,7 +39,8 @@ class Report:
     name: str
     inputs: int = 0
     by_status: dict[int, int] = field(default_factory=dict)
-    findings: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)  # the first 20, with tracebacks
+    failures: int = 0  # every finding
 
 
 def _junk(rng: random.Random, depth: int = 0) -> Any:
@@ -163,7 +164,11 @@ def _request(rng: random.Random, t: Target) -> tuple[str, str, bytes, dict[str, 
     return method, path, data, headers
 
 
-def fuzz(t: Target, n: int, seed: int, progress: Callable[[int], None] | None = None) -> Report:
+def fuzz(
+    t: Target, n: int, seed: int, progress: Callable[[int, int], None] | None = None
+) -> Report:
+    """``n`` requests; ``progress(done, findings)`` every 100,000 and at each finding, so a
+    long run that is stopped still says what it found."""
     rng = random.Random(seed)
     rep = Report(t.name)
     for i in range(n):
@@ -179,11 +184,15 @@ def fuzz(t: Target, n: int, seed: int, progress: Callable[[int], None] | None = 
             if not ok:
                 raise AssertionError(f"status {st}: {resp.body[:300]!r}")
         except Exception as e:
+            rep.failures += 1
             if len(rep.findings) < 20:
                 rep.findings.append(f"{method} {path[:200]!r} body={body[:200]!r}: {e!r}\n"
                                     + traceback.format_exc(limit=3))  # fmt: skip
+                print(rep.findings[-1], file=sys.stderr, flush=True)
+            if progress is not None:
+                progress(i + 1, rep.failures)
         if progress is not None and i % 100_000 == 0:
-            progress(i)
+            progress(i, rep.failures)
     return rep
 
 
@@ -202,8 +211,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         t0 = time.monotonic()
 
-        def progress(i: int, name: str = t.name) -> None:
-            print(f"[fuzz] {name}: {i:,}", file=sys.stderr, flush=True)
+        def progress(i: int, failures: int, name: str = t.name) -> None:
+            print(f"[fuzz] {name}: {i:,} requests, {failures} findings", file=sys.stderr,
+                  flush=True)  # fmt: skip
 
         try:
             rep = fuzz(t, args.inputs, args.seed, progress)
@@ -211,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
             t.close()
         dt = time.monotonic() - t0
         print(f"{rep.name}: {rep.inputs:,} requests in {dt:.0f} s, statuses "
-              f"{dict(sorted(rep.by_status.items()))}, findings {len(rep.findings)}")  # fmt: skip
+              f"{dict(sorted(rep.by_status.items()))}, findings {rep.failures}")  # fmt: skip
         for f in rep.findings:
             print("  FINDING:", f)
         bad += bool(rep.findings)
