@@ -44,10 +44,11 @@ import numpy as np
 
 from octoric.bench import Benchmark, BenchResult
 from octoric.contracts import kpm as K
+from octoric.contracts import latency_trace
 from octoric.e2sm import envelope, fastenc, kpm
 from octoric.e2sm.common import Guami, UeId, ntp_timestamp
 from octoric.e2sm.node_session import NodeSubscription, ScriptedNode
-from octoric.experiments.bench import REPO, Proc, _get, _post, _spawn, _wait, stop_all
+from octoric.experiments.bench import REPO, Proc, _env, _get, _post, _spawn, _wait, stop_all
 from octoric.redis_server import free_port
 from octoric.ric.stack import LoopThread, RicStack, free_pair, running_ric
 from octoric.xapps.occ.synthetic import random_batch
@@ -233,8 +234,30 @@ def measure(case: LoopCase, seconds: float = 30.0, warmup_s: float = 3.0,
     """One configuration, one run: the row ``octoric bench loop --json`` prints for it."""
     with tempfile.TemporaryDirectory(prefix="octoric-loop-bench-") as d:
         tmp = Path(d)
-        with running_ric(tmp) as stack:
-            return _run_case(stack, tmp, case, seconds, warmup_s, seed)
+        traces = tmp / "latency-trace"
+        # e2term and the xApp mark each indication they pass (contracts.latency_trace)
+        with _env(latency_trace.ENV, str(traces)), running_ric(tmp) as stack:
+            row = _run_case(stack, tmp, case, seconds, warmup_s, seed)
+        row["breakdown_ms"] = _breakdown(traces)
+        return row
+
+
+def _breakdown(traces: Path) -> dict[str, dict[str, float | None]]:
+    """Where the time goes, from the marks: e2term's arrival of the indication -> the OCC
+    handler's entry (RMR hop and queue), the handler until the feedback datagrams are sent,
+    and the two together; p50 / p99 / p99.9 in ms over every indication of the run."""
+    m = {p: latency_trace.read_marks(traces, p) for p in ("e2term_in", "occ_in", "occ_out")}
+    out = {}
+    for name, a, b in (("e2term_to_handler", "e2term_in", "occ_in"),
+                       ("handler_to_feedback_sent", "occ_in", "occ_out"),
+                       ("e2term_to_feedback_sent", "e2term_in", "occ_out")):  # fmt: skip
+        v = np.asarray(latency_trace.spans_ms(m[a], m[b]))
+        out[name] = {"p50": _q3(v, 50), "p99": _q3(v, 99), "p999": _q3(v, 99.9), "n": len(v)}
+    return out
+
+
+def _q3(values: np.ndarray, q: float) -> float | None:
+    return round(float(np.percentile(values, q)), 3) if len(values) else None
 
 
 def _run_case(stack: RicStack, tmp: Path, case: LoopCase, seconds: float, warmup_s: float,

@@ -33,6 +33,7 @@ import orjson
 
 from octoric.contracts import message_types as mt
 from octoric.contracts.ho_event import HoEventError, parse_ho_event
+from octoric.contracts.latency_trace import LatencyTrace
 from octoric.e2sm import kpm
 from octoric.e2sm.kpm_version import DEFAULT as DEFAULT_KPM_VERSION
 from octoric.e2sm.kpm_version import KpmVersion
@@ -105,6 +106,8 @@ class OccXapp:
         self.degraded_nodes: dict[str, tuple[str, ...]] = {}  # the same, in degraded mode
         self.kpm_versions: dict[str, KpmVersion] = {}  # meid -> what its E2 Setup announced
         self._next_t0: dict[str, int] = {}  # meid -> end of its last report (KPM v02.03 nodes)
+        # benchmarks only (OCTORIC_LATENCY_TRACE): indication in, feedback sent
+        self._trace_in, self._trace_out = LatencyTrace("occ_in"), LatencyTrace("occ_out")
         self.degraded = DegradedInputs(self.engine.config.dl_slots_per_ms)
         self.dropped_rows: Counter[str] = Counter()  # UE rows by reason
         self.ho_errors: Counter[str] = Counter()
@@ -231,6 +234,8 @@ class OccXapp:
 
     def on_indication(self, msg: RmrMessage) -> None:
         t_start = time.perf_counter()
+        if self._trace_in.enabled:
+            self._trace_in.mark(msg.payload)
         self.counters["indications"] += 1
         try:
             version = self.kpm_versions.get(msg.meid)
@@ -257,6 +262,8 @@ class OccXapp:
         self.feedback.update_batch(
             batch.ue_ids, batch.target_bps, batch.fallback, used.guamis, batch.t_ms
         )
+        if self._trace_out.enabled:
+            self._trace_out.mark(msg.payload)
         for reason, n in used.dropped.items():
             self.dropped_rows[reason] += n
         sent_at = time.time()
