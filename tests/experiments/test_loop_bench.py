@@ -24,6 +24,13 @@ def test_loop_bench_closes_the_loop() -> None:
     assert 0 < r["p50_us"] <= r["p99_us"] <= r["p999_us"]
     assert r["ue_samples_per_s"] > 50_000  # 100 UEs x 1000 per s offered
     assert set(r["cpu_us_per_ue_sample"]) == {"e2term", "occ_xapp", "gnbs", "receiver"}
+    # the breakdown joins e2term's and the xApp's marks of every indication
+    b = r["breakdown_ms"]
+    assert set(b) == {"e2term_to_handler", "handler_to_feedback_sent", "e2term_to_feedback_sent"}
+    for span in b.values():
+        assert span["n"] == 3000, b
+        assert 0 < span["p50"] <= span["p99"] <= span["p999"]
+    assert b["e2term_to_feedback_sent"]["p50"] > b["handler_to_feedback_sent"]["p50"]
 
 
 def test_template_patches_only_sn_and_time_stamp() -> None:
