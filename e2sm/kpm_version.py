@@ -6,7 +6,7 @@ octoric reads KPM v02.03, v03.00, v04.00 and v05.00 into one typed model (``kpm`
   ``cellGlobalID`` / ``beamID``, ``matchCondReportList``, the ``notSatisfied`` value; v05: jobs,
   ``jobID``, action / indication Format 255, integrated report styles), so one module
   (``asn1/e2sm-kpm.asn``) decodes all three, and what a node of an older version cannot take
-  is refused before it is sent (``require``).
+  is refused before it is sent (``needs``).
 - v02.03 differs from v03.00 in one root type: ``TimeStamp`` is 4 octets (the seconds of an
   NTP time stamp) instead of 8. Only the indication header carries it
   (``asn1/e2sm-kpm-v2.asn``).
@@ -21,6 +21,7 @@ says which time stamp a node really writes (``indication.collect_start_of`` read
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from typing import Any
 
@@ -33,6 +34,7 @@ KPM_OIDS = (OID_V2, OID_V3)
 SHORT_NAME = _profile.SHORT_NAME
 
 
+@functools.total_ordering
 class KpmVersion(enum.Enum):
     V2_03 = "02.03"
     V3_00 = "03.00"
@@ -52,17 +54,8 @@ class KpmVersion(enum.Enum):
         """The codec variant of its header types (``codec.VARIANTS``)."""
         return codec.KPM_V2 if self is KpmVersion.V2_03 else None
 
-    def __lt__(self, other: KpmVersion) -> bool:
+    def __lt__(self, other: KpmVersion) -> bool:  # "02.03" < "03.00" < ...: release order
         return self.value < other.value
-
-    def __le__(self, other: KpmVersion) -> bool:
-        return self.value <= other.value
-
-    def __gt__(self, other: KpmVersion) -> bool:
-        return self.value > other.value
-
-    def __ge__(self, other: KpmVersion) -> bool:
-        return self.value >= other.value
 
     @classmethod
     def parse(cls, text: str) -> KpmVersion:

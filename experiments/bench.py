@@ -444,17 +444,8 @@ def _figures(sent: dict[tuple[int, str, int], float], got: list[dict[str, Any]],
     }
 
 
-def _rt_priority() -> int | None:
-    """RT_PRIORITY where this process may grant SCHED_FIFO (root or RLIMIT_RTPRIO), else None."""
-    import resource
-
-    if os.geteuid() == 0 or resource.getrlimit(resource.RLIMIT_RTPRIO)[0] >= RT_PRIORITY:
-        return RT_PRIORITY
-    return None
-
-
 def cli_json(quick: bool) -> dict[str, Any]:
-    prio = _rt_priority()
+    prio = RT_PRIORITY if realtime.may_grant(RT_PRIORITY) else None
     f = measure(duration_s=10.0 if quick else 30.0, rt_priority=prio)
     f["rt_priority"] = prio
     return f

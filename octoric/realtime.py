@@ -32,6 +32,14 @@ def priority_from_env() -> int | None:
     return int(raw)
 
 
+def may_grant(priority: int) -> bool:
+    """Can this process give ``priority`` to the processes it starts (root, or an
+    RLIMIT_RTPRIO that high)?"""
+    import resource
+
+    return os.geteuid() == 0 or resource.getrlimit(resource.RLIMIT_RTPRIO)[0] >= priority
+
+
 def apply_from_env(who: str) -> int | None:
     """Run the calling thread (and the threads it starts from now on) under SCHED_FIFO at the
     priority ``OCTORIC_RT_PRIORITY`` gives; the priority, or None (unset, bad, or not
