@@ -269,6 +269,7 @@ class Engine:
         )  # fmt: skip
         ctrl = build_scheme(spec.scheme, ctx)
         sender = VideoSender(idx, idx + 1, spec.video, self._rng(), ctrl.target_bps(0))
+        sender.record_sent = ctrl.wants_sent
         recv = VideoReceiver(sender.msgs, sender.frames)
         recv.want_feedback = ctrl.wants_feedback
         f = FlowState(
@@ -361,8 +362,13 @@ class Engine:
         assert f.sender is not None and f.ctrl is not None and f.path is not None
         nxt = t + f.frame_us
         last = f.spec.stop_s is not None and nxt >= f.spec.stop_s * 1e6
+        ctrl, sender = f.ctrl, f.sender
+        for c in ctrl.probe_clusters(t):  # probes start with this tick's pacing
+            sender.add_probe(c)
         # the pacer sends until the next frame, then re-times what is left at that rate
-        pkts = f.sender.on_frame(t, f.ctrl.target_bps(t), None if last else nxt)
+        pkts = sender.on_frame(t, ctrl.target_bps(t), None if last else nxt)
+        if ctrl.wants_sent:
+            ctrl.on_sent(t, sender.take_sent())
         path = f.path
         events = self.events
         push = heapq.heappush

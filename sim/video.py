@@ -110,6 +110,39 @@ class VideoEncoder:
 
 
 PACER_MAX_QUEUE_US = 2_000_000  # libwebrtc PacingController::kMaxExpectedQueueLength
+PROBE_MIN_DELTA_US = 2_000  # libwebrtc BitrateProber min_probe_delta (padding size: 2 deltas)
+PADDING_MIN_BYTES = 50
+
+
+@dataclass(frozen=True)
+class ProbeCluster:
+    """A bandwidth probe the pacer sends (libwebrtc ProbeClusterConfig): at ``bps``, until at
+    least ``min_probes`` packets and ``min_bytes`` bytes have gone out."""
+
+    id: int
+    bps: float
+    min_probes: int
+    min_bytes: int
+
+
+@dataclass
+class SentBatch:
+    """What the pacer sent (libwebrtc's SentPacket with its PacedPacketInfo), per packet:
+    transport sequence number, send time, size, probe cluster id (-1: not a probe)."""
+
+    seqs: list[int] = field(default_factory=list)
+    send_us: list[int] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    cluster: list[int] = field(default_factory=list)
+
+
+class _ActiveProbe:
+    __slots__ = ("bytes", "cluster", "packets")
+
+    def __init__(self, cluster: ProbeCluster) -> None:
+        self.cluster = cluster
+        self.packets = 0
+        self.bytes = 0
 
 
 class VideoSender:
@@ -134,7 +167,22 @@ class VideoSender:
         self.last_in_layer: dict[int, int] = {}  # temporal: layer -> last msg (within GoP)
         self.prev_frame_msgs: list[int] = []
         self.gop_bps = start_bps
-        self.sent_bytes = 0
+        self.sent_bytes = 0  # encoded (media) bytes
+        self.padding_bytes = 0  # probe padding bytes sent
+        self.probes: deque[_ActiveProbe] = deque()  # clusters to send, the first is active
+        self.record_sent = False  # keep a SentBatch for the rate controller (``take_sent``)
+        self.sent_log = SentBatch()
+
+    def add_probe(self, cluster: ProbeCluster) -> None:
+        """Queue a probe cluster (libwebrtc BitrateProber::CreateProbeCluster): the pacer
+        sends it from its next release at the cluster's rate, queued media first, padding
+        (transport-sequenced, no media payload) when the queue is empty."""
+        self.probes.append(_ActiveProbe(cluster))
+
+    def take_sent(self) -> SentBatch:
+        b = self.sent_log
+        self.sent_log = SentBatch()
+        return b
 
     def on_frame(self, now_us: int, target_bps: float, until_us: int | None = None) -> list[Packet]:
         """Encode and queue one frame; returns what the pacer sends until ``until_us``
@@ -240,10 +288,13 @@ class VideoSender:
             left_us = max(pending[0].send_us + PACER_MAX_QUEUE_US - now_us, 1000.0)
             pace_bps = max(pace_bps, (self.pending_bytes * 8 + debt_bits) * 1e6 / left_us)
         t = now_us + debt_bits * 1e6 / pace_bps
-        us_per_byte = 8e6 / pace_bps
         out: list[Packet] = []
+        if self.probes:
+            t = self._probe(max(float(now_us), self.pacer_us), until_us, out)
+        us_per_byte = 8e6 / pace_bps
         sent = self.frames.sent_us
         frame_of = self.msgs.frame
+        log = self.sent_log if self.record_sent else None
         while pending and (until_us is None or t < until_us):
             p = pending.popleft()
             p.send_us = int(t)
@@ -251,9 +302,51 @@ class VideoSender:
             t += p.size * us_per_byte
             self.pending_bytes -= p.size
             out.append(p)
+            if log is not None:
+                log.seqs.append(p.seq)
+                log.send_us.append(p.send_us)
+                log.sizes.append(p.size)
+                log.cluster.append(-1)
         self.pacer_us = t
         self.pace_bps = pace_bps
         return out
+
+    def _probe(self, t: float, until_us: int | None, out: list[Packet]) -> float:
+        """Send the queued probe clusters from ``t`` (libwebrtc BitrateProber): packet after
+        packet at the cluster's rate (the next one when the bytes sent so far have taken
+        their time at that rate), queued media first, else padding of 2 x min_probe_delta
+        at the probe rate (at most one MTU); a cluster is done after ``min_probes`` packets
+        and ``min_bytes`` bytes. Returns when the pacer is free again."""
+        pending = self.pending
+        sent = self.frames.sent_us
+        frame_of = self.msgs.frame
+        log = self.sent_log if self.record_sent else None
+        while self.probes and (until_us is None or t < until_us):
+            pr = self.probes[0]
+            c = pr.cluster
+            if pending:
+                p = pending.popleft()
+                self.pending_bytes -= p.size
+                p.send_us = int(t)
+                sent[frame_of[p.msg]] = p.send_us
+            else:
+                size = int(c.bps * 2 * PROBE_MIN_DELTA_US / 8e6)
+                size = min(max(size, PADDING_MIN_BYTES), self.cfg.mtu)
+                p = Packet(self.flow, self.seq, size, int(t), -1, None)
+                self.seq += 1
+                self.padding_bytes += size
+            out.append(p)
+            if log is not None:
+                log.seqs.append(p.seq)
+                log.send_us.append(p.send_us)
+                log.sizes.append(p.size)
+                log.cluster.append(c.id)
+            pr.packets += 1
+            pr.bytes += p.size
+            t += p.size * 8e6 / c.bps
+            if pr.packets >= c.min_probes and pr.bytes >= c.min_bytes:
+                self.probes.popleft()
+        return t
 
     def _hdr(self, prio: int, drop: bool, thr: int, br: int) -> OctopusHeader | None:
         if not self.cfg.octopus:

@@ -19,19 +19,23 @@ from octoric.sim.cc.base import (
 
 # Each import registers its scheme (module-level ``register_scheme`` call).
 from octoric.sim.cc.fixed import FixedRate
-from octoric.sim.cc.gcc import Gcc
+from octoric.sim.cc.gcc import Gcc, GccNoProbe
 from octoric.sim.cc.occ_fed import OccFed
 from octoric.sim.cc.pbe import PbeStyle
+from octoric.sim.video import ProbeCluster, SentBatch
 
 __all__ = [
     "SCHEMES",
     "FixedRate",
     "Gcc",
+    "GccNoProbe",
     "OccFed",
     "PbeStyle",
+    "ProbeCluster",
     "RateController",
     "SchemeContext",
     "SchemeFactory",
+    "SentBatch",
     "build_scheme",
     "register_scheme",
 ]

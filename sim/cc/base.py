@@ -9,6 +9,7 @@ from typing import Any
 
 from octoric.sim.errors import ScenarioError
 from octoric.sim.receiver import FeedbackBatch
+from octoric.sim.video import ProbeCluster, SentBatch
 
 
 @dataclass
@@ -23,18 +24,31 @@ class SchemeContext:
 
 
 class RateController:
-    """Base class. ``target_bps`` is read at every frame; the rest are notifications."""
+    """Base class. ``target_bps`` is read at every frame; the rest are notifications.
+
+    Optional, for schemes that probe (GCC): ``probe_clusters`` is asked at every frame tick,
+    before ``target_bps``, for probe clusters the pacer should send now; and with
+    ``wants_sent`` the scheme gets ``on_sent`` with what the pacer sent at that tick
+    (send times, sizes, probe cluster ids), as libwebrtc's controller gets OnSentPacket."""
 
     name = "base"
     wants_feedback = True  # receiver feedback (transport-wide style), every feedback interval
     wants_phy = False  # UE-side physical-layer capacity (PBE-CC style), via uplink feedback
     wants_abw = False  # RAN-side ABW (OCC xApp or its stand-in) over E2 + UDP feedback
+    wants_sent = False  # the pacer's sent packets, every frame tick (``on_sent``)
 
     def target_bps(self, now_us: int) -> float:
         raise NotImplementedError
 
     def on_feedback(self, now_us: int, fb: FeedbackBatch) -> None:
         """Receiver feedback reached the sender."""
+
+    def probe_clusters(self, now_us: int) -> list[ProbeCluster]:
+        """Probe clusters for the pacer to send from now (none by default)."""
+        return []
+
+    def on_sent(self, now_us: int, sent: SentBatch) -> None:
+        """What the pacer sent (only called when ``wants_sent``)."""
 
     def on_phy_capacity(self, now_us: int, bps: float | None) -> None:
         """A UE-measured physical-layer capacity reached the sender (None: no measurement)."""

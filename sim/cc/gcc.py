@@ -1,4 +1,5 @@
-"""``gcc``: Google Congestion Control as libwebrtc runs it (delay- and loss-based parts)."""
+"""``gcc``: Google Congestion Control as libwebrtc runs it (delay- and loss-based parts, and
+bandwidth probing); ``gcc-noprobe``: the same without probing (the slow 8 %/s start ramp)."""
 
 from __future__ import annotations
 
@@ -6,18 +7,35 @@ import math
 from collections import deque
 
 from octoric.sim.cc.base import RateController, SchemeContext, register_scheme
+from octoric.sim.cc.gcc_acked import AcknowledgedBitrateEstimator, LinkCapacityEstimator
+from octoric.sim.cc.gcc_probe import AlrDetector, ProbeBitrateEstimator, ProbeController
 from octoric.sim.receiver import FeedbackBatch
+from octoric.sim.video import ProbeCluster, SentBatch
+
+
+def _by_recv(r: tuple[int, int, int]) -> int:
+    return r[1]
 
 
 class Gcc(RateController):
     """Google Congestion Control, delay-based part as in libwebrtc (inter-arrival groups of
-    5 ms, trendline estimator with window 20 and smoothing 0.9, adaptive threshold with
-    k_up 0.0087 / k_down 0.039 in [6, 600] ms, AIMD with 8 %/s multiplicative and
-    packet-per-response-time additive increase, beta 0.85) plus the loss-based rule
-    (decrease by loss/2 above 10 % loss)."""
+    5 ms with burst merging, trendline estimator with window 20 and smoothing 0.9, adaptive
+    threshold with k_up 0.0087 / k_down 0.039 in [6, 600] ms, AIMD with 8 %/s
+    multiplicative and packet-per-response-time additive increase, beta 0.85, no increase
+    beyond 1.5 x acked + 10 kbit/s; the acked rate from ``AcknowledgedBitrateEstimator`` and
+    the link capacity from ``LinkCapacityEstimator``, ``gcc_acked``) plus the loss-based
+    rule (decrease by loss/2 above 10 % loss), and probing (``gcc_probe``: ProbeController's
+    initial 3x/6x exponential probe, further 2x probes, periodic ALR probes at 2x every 5 s;
+    ProbeBitrateEstimator; AlrDetector). A probe result sets the estimate, as in libwebrtc's
+    DelayBasedBwe.
+
+    ``ctx.params``: ``probing`` (default True; False is ``gcc-noprobe``), ``alr_probing``
+    (default True: periodic ALR probes, which libwebrtc enables per stream)."""
 
     name = "gcc"
     GROUP_MS = 5.0
+    BURST_MS = 5.0  # kBurstDeltaThreshold
+    MAX_BURST_MS = 100.0  # kMaxBurstDuration
     WINDOW = 20
     SMOOTHING = 0.9
     GAIN = 4.0
@@ -34,6 +52,7 @@ class Gcc(RateController):
         self.g_first_send = -1.0
         self.g_last_send = 0.0
         self.g_last_arr = 0.0
+        self.g_first_arr = 0.0
         self.prev_group: tuple[float, float] | None = None
         # trendline
         self.acc = 0.0
@@ -52,15 +71,27 @@ class Gcc(RateController):
         self.time_over = -1.0
         self.over_count = 0
         self.signal = "normal"
-        # AIMD
+        # AIMD (aimd_rate_control.cc)
         self.state = "increase"
-        self.last_change_ms = -1.0
-        self.last_decrease_ms = -1e9
-        self.cap_avg = -1.0
-        self.cap_var = 0.4
-        self.acked: deque[tuple[int, int]] = deque()
-        self.acked_bytes = 0
+        self.last_change_ms = -1.0  # time_last_bitrate_change_ (< 0: never)
+        self.last_decrease_ms = -1.0  # time_last_bitrate_decrease_
+        self.capacity = LinkCapacityEstimator()
+        self.acked_est = AcknowledgedBitrateEstimator()
+        self.latest_acked_bps: float | None = None  # latest_estimated_throughput_
         self.last_max_seq = -1
+        self._was_alr = False
+        # probing (None: off)
+        self.probing = bool(ctx.params.get("probing", True))
+        self.wants_sent = self.probing
+        self.prober: ProbeController | None = None
+        self.alr = AlrDetector()
+        self.probe_est = ProbeBitrateEstimator()
+        self.probe_seq: dict[int, ProbeCluster] = {}  # sent probe packets awaiting feedback
+        self._probes_taken = 0
+        if self.probing:
+            alr_probing = bool(ctx.params.get("alr_probing", True))
+            self.prober = ProbeController(ctx.start_bps, ctx.max_bps, alr_probing)
+            self.alr.set_estimate(self.rate)
 
     # -- trendline (inter-arrival grouping is inlined in on_feedback) -------------------
     def _trendline(self, delta_ms: float, arr_ms: float, send_d: float) -> None:
@@ -144,70 +175,112 @@ class Gcc(RateController):
         self.last_thr_ms = now_ms
 
     # -- AIMD ---------------------------------------------------------------------------
-    def _acked_bps(self, now_us: int) -> float | None:
-        a = self.acked
-        while a and a[0][0] < now_us - 500_000:
-            self.acked_bytes -= a.popleft()[1]
-        if len(a) < 2:
-            return None
-        span = max(now_us - a[0][0], 100_000)
-        return self.acked_bytes * 8e6 / span
+    def _aimd(self, now_us: int, loss: float, probe_bps: float | None = None) -> None:
+        """One delay-based update per feedback report, as libwebrtc's
+        ``DelayBasedBwe::MaybeUpdateEstimate`` (``delay_based_bwe.cc``):
 
-    def _aimd(self, now_us: int, loss: float) -> None:
+        - over-use with an acked rate: an AIMD update (a decrease) only when it is time to
+          reduce further (``TimeToReduceFurther``: >= rtt clamped to [10, 200] ms since the
+          last change, or the acked rate below half the estimate);
+        - over-use before any acked rate: halve the estimate (``InitialTimeToReduceFurther``,
+          which with its default config is true at every such report);
+        - otherwise a probe result sets the estimate (``SetEstimate``), else an AIMD update.
+
+        Then the loss-based rule (decrease by loss/2 above 10 % loss)."""
         now_ms = now_us / 1000.0
-        acked = self._acked_bps(now_us)
+        acked = self.acked_est.bitrate_bps()
+        if self.signal == "overuse":
+            if acked is not None:
+                if self._time_to_reduce_further(now_ms, acked):
+                    self._change_bitrate(now_ms, acked)
+            elif self._time_to_reduce_further(now_ms, self.rate / 2 - 1.0):
+                self._set_estimate(now_ms, self.rate / 2)
+        elif probe_bps is not None:
+            # a probe result (unless over-using) sets the estimate and, through
+            # SetSendBitrate, the loss-based one
+            self._set_estimate(now_ms, probe_bps)
+        else:
+            self._change_bitrate(now_ms, acked)
+        if loss > 0.10:
+            self.rate = max(self.rate * (1.0 - 0.5 * loss), self.min_bps)
+
+    def _time_to_reduce_further(self, now_ms: float, throughput_bps: float) -> bool:
+        interval = min(max(self.rtt_ms, 10.0), 200.0)
+        if self.last_change_ms < 0 or now_ms - self.last_change_ms >= interval:
+            return True
+        return throughput_bps < 0.5 * self.rate
+
+    def _set_estimate(self, now_ms: float, bps: float) -> None:
+        prev = self.rate
+        self.rate = min(max(bps, self.min_bps), self.max_bps)
+        self.last_change_ms = now_ms
+        if self.rate < prev:
+            self.last_decrease_ms = now_ms
+
+    def _near_max_increase_bps_per_s(self) -> float:
+        """``GetNearMaxIncreaseRateBpsPerSecond``: one average packet of a 30 fps frame
+        (packets <= 1200 bytes) per response time (rtt + 100 ms), at least 4 kbit/s/s."""
+        bits_per_frame = self.rate / 30.0
+        pkts = max(1.0, math.ceil(bits_per_frame / (1200 * 8)))
+        resp_s = (self.rtt_ms + 100.0) / 1000.0
+        return max(4000.0, bits_per_frame / pkts / resp_s)
+
+    def _change_bitrate(self, now_ms: float, acked: float | None) -> None:
+        """``AimdRateControl::ChangeBitrate`` (``aimd_rate_control.cc``, defaults):
+
+        - state: normal -> increase (from hold, restarting the increase clock), over-use ->
+          decrease, under-use -> hold;
+        - increase: drop the link-capacity estimate if the acked rate exceeds its upper
+          bound; near capacity (an estimate exists) additive increase
+          (``_near_max_increase_bps_per_s`` x time since the last change), else
+          multiplicative 8 %/s (1.08 ^ min(dt, 1 s), at least 1 kbit/s); never above
+          1.5 x acked + 10 kbit/s, and an estimate already above that limit (e.g. a probe
+          result) is kept, not cut;
+        - decrease: beta (0.85) x acked, or beta x the link capacity if that would be an
+          increase and a capacity estimate exists; never an increase; the capacity estimate
+          is dropped if the acked rate is below its lower bound, then updated with the acked
+          rate (``OnOveruseDetected``); hold afterwards.
+
+        Without an acked rate yet, the latest one stands in (none: no limit)."""
+        if acked is not None:
+            self.latest_acked_bps = acked
+        tput = self.latest_acked_bps
+        cap = self.capacity
         sig = self.signal
-        if sig == "overuse":
+        if sig == "normal":
+            if self.state == "hold":
+                self.last_change_ms = now_ms
+                self.state = "increase"
+        elif sig == "overuse":
             self.state = "decrease"
-        elif sig == "underuse":
+        else:
             self.state = "hold"
-        elif self.state == "hold":
-            self.state = "increase"
-        if self.last_change_ms < 0:
-            self.last_change_ms = now_ms
-        dt_s = min(max(now_ms - self.last_change_ms, 0.0) / 1000.0, 1.0)
         rate = self.rate
         if self.state == "increase":
-            if acked is not None and self.cap_avg > 0:
-                std = math.sqrt(self.cap_var * self.cap_avg)
-                if acked > self.cap_avg + 3 * std:
-                    self.cap_avg = -1.0  # link capacity estimate is stale
-            if self.cap_avg > 0:
-                bits_per_frame = rate / 30.0
-                pkts = max(1.0, math.ceil(bits_per_frame / (1200 * 8)))
-                avg_pkt_bits = bits_per_frame / pkts
-                resp_s = (self.rtt_ms + 100.0) / 1000.0
-                rate += max(4000.0, avg_pkt_bits / resp_s) * dt_s
-            else:
-                rate += max(rate * (1.08**dt_s - 1.0), 1000.0 * dt_s)
-            if acked is not None:
-                rate = min(rate, 1.5 * acked + 10e3)
-        elif self.state == "decrease":
-            rtt = min(max(self.rtt_ms, 10.0), 200.0)
-            if acked is not None and now_ms - self.last_decrease_ms >= rtt:
-                new = self.BETA * acked
-                if new > rate and self.cap_avg > 0:
-                    new = self.BETA * self.cap_avg
-                rate = min(rate, new)
-                self._update_capacity(acked)
-                self.last_decrease_ms = now_ms
+            if tput is not None and tput > cap.upper_bound_bps():
+                cap.reset()  # the link capacity estimate is stale
+            limit = 1.5 * tput + 10e3 if tput is not None else math.inf
+            if rate < limit:
+                since = now_ms - self.last_change_ms if self.last_change_ms >= 0 else math.inf
+                if cap.has_estimate():
+                    inc = self._near_max_increase_bps_per_s() * since / 1000.0
+                else:
+                    dt_s = min(since / 1000.0, 1.0)
+                    inc = max(rate * (1.08**dt_s - 1.0), 1000.0)
+                rate = min(rate + inc, limit)
+            self.last_change_ms = now_ms
+        elif self.state == "decrease" and tput is not None:
+            new = self.BETA * tput
+            if new > rate and cap.has_estimate():
+                new = self.BETA * cap.estimate_bps()
+            rate = min(rate, new)
+            if tput < cap.lower_bound_bps():
+                cap.reset()
+            cap.on_overuse_detected(tput)
             self.state = "hold"
-        if loss > 0.10:
-            rate *= 1.0 - 0.5 * loss
+            self.last_change_ms = now_ms
+            self.last_decrease_ms = now_ms
         self.rate = min(max(rate, self.min_bps), self.max_bps)
-        self.last_change_ms = now_ms
-
-    def _update_capacity(self, acked_bps: float) -> None:
-        x = acked_bps / 1000.0
-        if self.cap_avg < 0:
-            self.cap_avg = acked_bps
-            return
-        avg = self.cap_avg / 1000.0
-        avg = 0.95 * avg + 0.05 * x
-        norm = max(avg, 1.0)
-        self.cap_var = 0.95 * self.cap_var + 0.05 * (avg - x) ** 2 / norm
-        self.cap_var = min(max(self.cap_var, 0.4), 2.5)
-        self.cap_avg = avg * 1000.0
 
     # -- interface ----------------------------------------------------------------------
     def on_feedback(self, now_us: int, fb: FeedbackBatch) -> None:
@@ -215,19 +288,35 @@ class Gcc(RateController):
             self._aimd(now_us, 0.0)
             return
         rows = sorted(zip(fb.seqs, fb.send_us, fb.recv_us, fb.sizes, strict=True))
-        acked = self.acked
-        total = 0
-        # Inter-arrival groups of 5 ms by send time (inlined: the per-packet hot path)
-        gfs, gls, gla = self.g_first_send, self.g_last_send, self.g_last_arr
+        probe_bps = self._probe_feedback(rows) if self.probe_seq else None
+        # goog_cc_network_control.cc: an ALR period that ended lets the acked estimate move
+        # fast again; then the AcknowledgedBitrateEstimator gets every packet by receive time
+        in_alr = self.alr.alr_start_us is not None
+        if self._was_alr and not in_alr:
+            self.acked_est.set_alr_ended_time(now_us)
+        self._was_alr = in_alr
+        self.acked_est.set_alr(in_alr)
+        self.acked_est.on_packets(sorted(((r[1], r[2], r[3]) for r in rows), key=_by_recv))
+        # Inter-arrival groups of 5 ms by send time, with libwebrtc's burst merging
+        # (inter_arrival_delta.cc BelongsToBurst: a packet arriving <= 5 ms after the group's
+        # last one, with a negative propagation delta, joins it while the group spans
+        # < 100 ms of arrivals). Inlined: the per-packet hot path.
+        gfs, gls, gla, gfa = self.g_first_send, self.g_last_send, self.g_last_arr, self.g_first_arr
         group_ms = self.GROUP_MS
-        for _, send_us, recv_us, size in rows:
-            acked.append((recv_us, size))
-            total += size
+        for _, send_us, recv_us, _size in rows:
             send_ms = send_us / 1000.0
             arr_ms = recv_us / 1000.0
             if gfs < 0:
-                gfs, gls, gla = send_ms, send_ms, arr_ms
-            elif send_ms - gfs <= group_ms:
+                gfs, gls, gla, gfa = send_ms, send_ms, arr_ms, arr_ms
+                continue
+            send_d = send_ms - gls
+            arr_d = arr_ms - gla
+            if (
+                send_d == 0.0
+                or (arr_d - send_d < 0.0 and arr_d <= self.BURST_MS
+                    and arr_ms - gfa < self.MAX_BURST_MS)
+                or send_ms - gfs <= group_ms
+            ):  # fmt: skip
                 if send_ms > gls:
                     gls = send_ms
                 if arr_ms > gla:
@@ -238,17 +327,69 @@ class Gcc(RateController):
                     send_d = gls - prev[0]
                     self._trendline((gla - prev[1]) - send_d, gla, send_d)
                 self.prev_group = (gls, gla)
-                gfs, gls, gla = send_ms, send_ms, arr_ms
+                gfs, gls, gla, gfa = send_ms, send_ms, arr_ms, arr_ms
         self.g_first_send, self.g_last_send, self.g_last_arr = gfs, gls, gla
-        self.acked_bytes += total
+        self.g_first_arr = gfa
         hi = rows[-1][0]
         expected = hi - self.last_max_seq if self.last_max_seq >= 0 else len(fb.seqs)
         self.last_max_seq = max(self.last_max_seq, hi)
         loss = max(0.0, 1.0 - len(fb.seqs) / expected) if expected > 0 else 0.0
-        self._aimd(now_us, loss)
+        self._aimd(now_us, loss, probe_bps)
+        if self.prober is not None:
+            self.prober.set_estimate(now_us, self.rate)
+            self.alr.set_estimate(self.rate)
+
+    def _probe_feedback(self, rows: list[tuple[int, int, int, int]]) -> float | None:
+        """Feed the probe packets of a feedback batch to the ProbeBitrateEstimator; the last
+        estimate it produced (libwebrtc: FetchAndResetLastEstimatedBitrate)."""
+        ps = self.probe_seq
+        est = self.probe_est
+        for seq, send_us, recv_us, size in rows:
+            c = ps.pop(seq, None)
+            if c is not None:
+                est.on_probe_packet(c, send_us, recv_us, size)
+        if ps and len(ps) > 4096:  # probe packets lost on the way: forget the oldest
+            lo = rows[-1][0] - 4096
+            for k in [k for k in ps if k < lo]:
+                del ps[k]
+        return est.fetch_and_reset()
+
+    def on_sent(self, now_us: int, sent: SentBatch) -> None:
+        alr = self.alr
+        ps = self.probe_seq
+        clusters = self.prober.clusters if self.prober is not None else {}
+        for seq, send_us, size, cid in zip(
+            sent.seqs, sent.send_us, sent.sizes, sent.cluster, strict=True
+        ):
+            alr.on_bytes_sent(size, send_us)
+            if cid >= 0:
+                ps[seq] = clusters[cid]
+
+    def probe_clusters(self, now_us: int) -> list[ProbeCluster]:
+        p = self.prober
+        if p is None:
+            return []
+        p.process(now_us, self.alr.alr_start_us)
+        new = p.take_new(self._probes_taken)
+        self._probes_taken = len(p.history)
+        return new
 
     def target_bps(self, now_us: int) -> float:
         return self.rate
 
 
+class GccNoProbe(Gcc):
+    """``gcc-noprobe``: GCC without bandwidth probing; from ``start_bps`` it ramps by the
+    AIMD's 8 %/s multiplicative increase only (the "M1 ramp")."""
+
+    name = "gcc-noprobe"
+
+    def __init__(self, ctx: SchemeContext) -> None:
+        super().__init__(
+            SchemeContext(ctx.rtt_ms, ctx.start_bps, ctx.min_bps, ctx.max_bps,
+                          {**ctx.params, "probing": False})
+        )  # fmt: skip
+
+
 register_scheme("gcc")(Gcc)
+register_scheme("gcc-noprobe")(GccNoProbe)
