@@ -29,7 +29,12 @@ BENCH_MODULES = [
     "octoric.xapps.octopus.bench",
     "octoric.experiments.bench",
     "octoric.experiments.loop_bench",
+    "octoric.experiments.soak",
 ]
+
+# Options of one benchmark from the command line (e.g. ``--minutes`` of the soak); set by
+# ``main`` before any benchmark runs.
+options: dict[str, Any] = {}
 
 
 @dataclass
@@ -64,6 +69,8 @@ class Benchmark:
     run: Callable[[bool], list[BenchResult]]  # run(quick) -> results
     description: str = ""
     skip_reason: Callable[[], str | None] = field(default=lambda: None)
+    # runs only when named (``octoric bench soak``), never in ``make bench``'s all-of-them run
+    explicit_only: bool = False
 
 
 def median_of(fn: Callable[[], float], repeats: int) -> float:
@@ -175,8 +182,19 @@ def render_markdown(
 
 
 def main(
-    names: Sequence[str] = (), write: str | None = None, quick: bool = False, as_json: bool = False
+    names: Sequence[str] = (),
+    write: str | None = None,
+    quick: bool = False,
+    as_json: bool = False,
+    minutes: float | None = None,
 ) -> int:
+    if minutes is not None:
+        if minutes <= 0:
+            print("octoric bench: --minutes must be > 0", file=sys.stderr)
+            return 2
+        options["minutes"] = minutes
+    if write:
+        options["write"] = write  # where a benchmark may put its plots beside the report
     if as_json and len(names) == 1 and not write:
         figures = _cli_json(names[0], quick)
         if figures is not None:
@@ -185,6 +203,8 @@ def main(
     benches = discover()
     if names:
         benches = [b for b in benches if b.name in names or b.area in names]
+    else:
+        benches = [b for b in benches if not b.explicit_only]
         if not benches:
             print(f"octoric bench: no benchmark matches {list(names)}", file=sys.stderr)
             return 2

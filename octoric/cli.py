@@ -72,7 +72,9 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from octoric import bench
 
-    return bench.main(args.names, write=args.write, quick=args.quick, as_json=args.json)
+    return bench.main(
+        args.names, write=args.write, quick=args.quick, as_json=args.json, minutes=args.minutes
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--write", metavar="FILE", help="write the markdown report here")
     p.add_argument("--quick", action="store_true", help="short runs (smoke-test the benches)")
     p.add_argument("--json", action="store_true", help="print results as JSON")
+    p.add_argument(
+        "--minutes", type=float, help="how long a timed benchmark runs (soak; default 60)"
+    )
     p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("doctor", help="check this machine: Python, Redis, librmr, SCTP, helm")

@@ -70,8 +70,9 @@ class Component(Protocol):
 class ChildProcess:
     """A component that is a child process in its own session (so stop kills its whole group).
 
-    With ``max_restarts`` > 0 a child that dies is started again (after ``backoff_s``), as a
-    Kubernetes deployment would restart a pod. The budget is a rate: the run fails when a child
+    With ``max_restarts`` > 0 a child that dies is started again, as a Kubernetes deployment
+    would restart a pod: at once the first time within the window (a one-off crash costs no
+    waiting), after ``backoff_s`` when it died again recently. The budget is a rate: the run fails when a child
     needs more than ``max_restarts`` restarts within ``restart_window_s``; a child that dies
     now and then, hours apart, is restarted every time.
     """
@@ -140,7 +141,8 @@ class ChildProcess:
                 self.name, rc, len(self._recent), self.max_restarts, self.restart_window_s,
                 self.restarts,
             )  # fmt: skip
-            await asyncio.sleep(self.backoff_s)
+            if len(self._recent) > 1:  # a repeat within the window: do not spin
+                await asyncio.sleep(self.backoff_s)
             if self._stopping:
                 return
             await self._spawn()

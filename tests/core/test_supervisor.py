@@ -130,6 +130,26 @@ def test_restart_budget_is_a_rate_not_a_lifetime_cap(tmp_path: Path) -> None:
     assert "2 restart(s) in 30 s spent" in outcome.reason and fast.restarts == 2
 
 
+def test_first_restart_is_immediate_repeats_back_off(tmp_path: Path) -> None:
+    """A one-off crash is restarted at once (the soak's recovery time, issue #17); a child that
+    dies again within the window waits ``backoff_s`` before each further start."""
+    starts = tmp_path / "starts"
+    script = (
+        "import pathlib, sys, time\n"
+        f"p = pathlib.Path({str(starts)!r})\n"
+        "old = p.read_text() if p.exists() else ''\n"
+        "p.write_text(old + repr(time.monotonic()) + '\\n')\n"
+        "sys.exit(1) if old.count('\\n') < 2 else time.sleep(60)\n"
+    )
+    child = ChildProcess("crashy", [sys.executable, "-c", script], max_restarts=3, backoff_s=1.5)
+    outcome = asyncio.run(Supervisor(_ctx(tmp_path, 5.0), [child], stream=io.StringIO()).run())
+    assert outcome.ok, outcome.reason
+    t = [float(x) for x in starts.read_text().split()]
+    assert len(t) == 3 and child.restarts == 2
+    assert t[1] - t[0] < 1.0, f"first restart after {t[1] - t[0]:.2f} s"
+    assert t[2] - t[1] >= 1.5, f"second restart after {t[2] - t[1]:.2f} s"
+
+
 def test_live_status_fits_an_80_column_terminal() -> None:
     """On a terminal the status is a few lines redrawn in place, each cut to the width: a
     320-character component status does not wrap at 80 columns (issue #16)."""

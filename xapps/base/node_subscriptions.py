@@ -13,8 +13,10 @@ Every discovery round reads the R-NIB. For each connected node the xApp says, wi
   re-establishes its subscriptions itself; other platforms may drop them);
 - deletes what is no longer wanted: nodes the configuration leaves out, kinds a connected node
   is no longer wanted for; a node that vanished keeps its subscriptions (submgr waits for it);
-- keeps one SDL record per subscription (``<prefix><kind>.<meid>``), so the next run deletes
-  what this one left at submgr (``clear_stale``); ``stop`` deletes them all.
+- keeps one SDL record per subscription (``<prefix><kind>.<meid>``): a restarted process of
+  the xApp (same RMR endpoint) adopts the active ones submgr still holds for it, so
+  indications keep flowing with nothing asked again; what it cannot adopt it deletes at
+  submgr (``adopt_or_clear``); ``stop`` deletes them all.
 
 Outcomes arrive at the xApp's ``/ric/v1/subscriptions/response`` (``on_response``). Counters
 go to the xApp's own ``Counter`` (status and ``/metrics``).
@@ -126,8 +128,10 @@ class NodeSubscriptions:
         with self._lock:
             self.subs[key] = sub
         self.shell.sdl.set_json(
-            f"{self.sdl_prefix}{key}", {"subscription_id": sid, "meid": meid, "kind": want.kind}
-        )
+            f"{self.sdl_prefix}{key}",
+            {"subscription_id": sid, "meid": meid, "kind": want.kind,
+             "measurements": list(want.measurements)},
+        )  # fmt: skip
         try:
             self.submgr.subscribe(self.request(meid, sid, want))
             self.counters["subscriptions_requested"] += 1
@@ -169,7 +173,8 @@ class NodeSubscriptions:
             self.shell.sdl.set_json(
                 f"{self.sdl_prefix}{self._key(sub.meid, sub.kind)}",
                 {"subscription_id": sub.subscription_id, "meid": sub.meid, "kind": sub.kind,
-                 "e2_instance_id": inst.e2_event_instance_id},
+                 "e2_instance_id": inst.e2_event_instance_id,
+                 "measurements": list(sub.measurements)},
             )  # fmt: skip
         else:
             sub.state = "failed"
@@ -178,10 +183,58 @@ class NodeSubscriptions:
             log.warning("%s subscription to %s failed: %s", sub.kind, sub.meid, sub.error)
 
     # --- life cycle --------------------------------------------------------------------------
+    def adopt_or_clear(self) -> None:
+        """What an earlier process of this xApp left in the SDL: adopt each active subscription
+        submgr still holds for this xApp's RMR endpoint (a restart: its indications keep
+        coming here, so asking again would only open a gap), delete the rest at submgr."""
+        records = self.shell.sdl.find_json(self.sdl_prefix)
+        if not records:
+            return
+        held = self._held_endpoints()
+        me = f"{self.shell.host}:{self.shell.rmr_port}"
+        for key, d in records.items():
+            if not isinstance(d, dict) or held is None:
+                continue
+            sid, meid, kind = d.get("subscription_id"), d.get("meid"), d.get("kind")
+            inst, meas = d.get("e2_instance_id"), d.get("measurements")
+            ours = key[len(self.sdl_prefix) :]
+            if (
+                isinstance(sid, str) and isinstance(meid, str) and isinstance(kind, str)
+                and isinstance(inst, int) and me in held.get(sid, ())
+                and ours == self._key(meid, kind)
+                and isinstance(meas, list) and all(isinstance(m, str) for m in meas)
+            ):  # fmt: skip
+                sub = NodeSub(meid, kind, sid, "active", time.monotonic(), inst,
+                              measurements=tuple(meas))  # fmt: skip
+                with self._lock:
+                    self.subs[ours] = sub
+                self.counters["subscriptions_adopted"] += 1
+                log.info("%s subscription %s to %s adopted (submgr holds it)", kind, sid, meid)
+        self.clear_stale()
+
+    def _held_endpoints(self) -> dict[str, list[str]] | None:
+        """submgr's subscriptions: id -> the clients' RMR endpoints (None: cannot tell)."""
+        try:
+            listed = self.submgr.list()
+        except SubmgrError as e:
+            log.warning("cannot list submgr's subscriptions: %s", e)
+            return None
+        out: dict[str, list[str]] = {}
+        for s in listed:
+            eps = s.get("Endpoint") if isinstance(s, dict) else None
+            if isinstance(eps, list):
+                out[str(s.get("SubscriptionId"))] = [str(e) for e in eps]
+        return out
+
     def clear_stale(self) -> None:
-        """Subscriptions a previous run of this xApp left behind: delete them at submgr."""
+        """Subscriptions a previous run of this xApp left behind (and this one did not adopt):
+        delete them at submgr."""
+        with self._lock:
+            adopted = {s.subscription_id for s in self.subs.values()}
         for key, d in self.shell.sdl.find_json(self.sdl_prefix).items():
             sid = d.get("subscription_id") if isinstance(d, dict) else None
+            if sid in adopted:
+                continue
             if isinstance(sid, str):
                 try:
                     self.submgr.delete(sid)
@@ -191,9 +244,10 @@ class NodeSubscriptions:
             self.shell.sdl.delete(key)
 
     def run(self, stop: threading.Event) -> None:
-        """The discovery thread: clear what a previous run left, then a round per period."""
+        """The discovery thread: adopt or clear what a previous run left, then a round per
+        period."""
         try:
-            self.clear_stale()
+            self.adopt_or_clear()
         except Exception as e:  # SDL or submgr down: carry on, nodes are subscribed anyway
             log.warning("clearing stale subscriptions failed: %s", e)
         while not stop.is_set():
@@ -206,7 +260,7 @@ class NodeSubscriptions:
 
     def stop(self, timeout_s: float = 1.0) -> None:
         """Delete every subscription (shutdown: a short timeout per call, what submgr could
-        not be told is left to the next run's ``clear_stale``)."""
+        not be told is left to the next run's ``adopt_or_clear``)."""
         for key in list(self.subs):
             with self._lock:
                 sub = self.subs.get(key)

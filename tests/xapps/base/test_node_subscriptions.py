@@ -49,8 +49,11 @@ class FakeSubmgr:
         self.deleted.append(subscription_id)
         return self.held.pop(subscription_id, None) is not None
 
-    def list(self) -> list[dict[str, Any]]:
-        return [{"SubscriptionId": s} for s in self.held]
+    def list(self) -> list[dict[str, Any]]:  # as the embedded submgr lists them
+        return [
+            {"SubscriptionId": s, "Endpoint": [f"{r.host}:{r.rmr_port}"]}
+            for s, r in self.held.items()
+        ]
 
 
 def _node(meid: str, connected: bool = True, rc: bool = True, meas: tuple[str, ...] = ("a",)
@@ -173,3 +176,56 @@ def test_stop_deletes_and_next_run_clears_what_is_left(env: Any) -> None:
     assert m.shell.sdl.find("sub.") == {} and submgr.held == {}
     m.discover_once()  # resubscribe_all: nothing held to delete, both asked again
     assert len(m.subs) == 2
+
+
+def test_a_restarted_process_adopts_what_submgr_holds_for_it(env: Any) -> None:
+    """kill -9 of the xApp (issue #17's soak): the new process, on the same RMR endpoint,
+    adopts every active subscription submgr still holds for it (no gap in the indications,
+    nothing asked again); one still waiting for its outcome is deleted and asked again; a
+    process on another endpoint adopts nothing."""
+    m, submgr, nodes = env
+    nodes[:] = [_node("gnb_a"), _node("gnb_b")]
+    m.discover_once()
+    for i, k in enumerate(("kpm.gnb_a", "rc.gnb_a", "kpm.gnb_b")):
+        _respond(m, m.subs[k].subscription_id, 10 + i)
+    before = {k: s.subscription_id for k, s in m.subs.items()}
+    posted = len(submgr.posted)
+
+    again = NodeSubscriptions(m.shell, _wants, submgr, sdl_prefix="sub.")  # type: ignore[arg-type]
+    again.configure((), 0.05, 10.0)
+    again.adopt_or_clear()
+    assert again.counters["subscriptions_adopted"] == 3
+    assert {k: (s.subscription_id, s.state) for k, s in again.subs.items()} == {
+        k: (before[k], "active") for k in ("kpm.gnb_a", "rc.gnb_a", "kpm.gnb_b")
+    }
+    assert again.subs["kpm.gnb_b"].e2_instance_id == 12
+    assert again.subs["kpm.gnb_a"].measurements == ("a",)
+    assert submgr.deleted == [before["rc.gnb_b"]]  # no outcome yet: not adoptable
+    again.discover_once()
+    assert len(submgr.posted) == posted + 1 and submgr.posted[-1].meid == "gnb_b"
+    assert again.counters["resubscriptions_offer_changed"] == 0
+
+    # another endpoint (a new deployment reusing the SDL): delete everything, ask again
+    other = XappShell("test", 5999, 8999, sdl=m.shell.sdl)
+    third = NodeSubscriptions(other, _wants, submgr, sdl_prefix="sub.")  # type: ignore[arg-type]
+    third.adopt_or_clear()
+    assert third.subs == {} and third.counters["subscriptions_adopted"] == 0
+    assert set(before.values()) - {before["rc.gnb_b"]} <= set(submgr.deleted)
+    assert m.shell.sdl.find("sub.") == {}
+
+
+def test_a_damaged_record_is_never_adopted(env: Any) -> None:
+    m, submgr, nodes = env
+    nodes[:] = [_node("gnb_a", rc=False)]
+    m.discover_once()
+    sid = m.subs["kpm.gnb_a"].subscription_id
+    _respond(m, sid, 7)
+    rec = m.shell.sdl.get_json("sub.kpm.gnb_a")
+    for bad in ({**rec, "e2_instance_id": "7"}, {**rec, "meid": "gnb_b"},
+                {**rec, "measurements": [1]}, ["not", "a", "record"]):  # fmt: skip
+        m.shell.sdl.set_json("sub.kpm.gnb_a", bad)
+        again = NodeSubscriptions(m.shell, _wants, submgr, sdl_prefix="sub.")  # type: ignore[arg-type]
+        again.adopt_or_clear()
+        assert again.subs == {}, bad
+        assert m.shell.sdl.find("sub.") == {}
+        submgr.held[sid] = submgr.posted[-1]  # put it back for the next damaged record
