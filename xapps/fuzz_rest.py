@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from octoric.contracts import auth
+from octoric.fuzz_inputs import junk_bytes, mutate_json
 from octoric.xapps.base.http import HttpServer
 
 TOKEN = "fuzz-" + "t" * 27
 METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"]
-_CHARS = string.printable + "\u00e9\u2603\x00"
 
 
 @dataclass
@@ -41,53 +41,6 @@ class Report:
     by_status: dict[int, int] = field(default_factory=dict)
     findings: list[str] = field(default_factory=list)  # the first 20, with tracebacks
     failures: int = 0  # every finding
-
-
-def _junk(rng: random.Random, depth: int = 0) -> Any:
-    kind = rng.randrange(9 if depth < 4 else 6)
-    if kind == 0:
-        return None
-    if kind == 1:
-        return rng.choice([True, False])
-    if kind == 2:
-        return rng.choice([0, -1, 1, 2**31, 2**63, -(2**70), rng.randrange(-(10**6), 10**6)])
-    if kind == 3:
-        return rng.choice([0.5, -1e308, 1e308, float("inf") if rng.random() < 0.1 else 1.5])
-    if kind == 4:
-        n = rng.choice([0, 1, 8, 300, 5000])
-        return "".join(rng.choices(_CHARS, k=n))  # choices: one C loop, not n Python calls
-    if kind == 5:
-        return rng.choice(["", "http://127.0.0.1:1/", "127.0.0.1:9", "a|b", "../../etc/passwd"])
-    if kind == 6:
-        return [_junk(rng, depth + 1) for _ in range(rng.choice([0, 1, 3, 50]))]
-    if kind == 7:
-        names = ["id", "ue", "url", "x", "filters", "secret", "ues"]
-        return {rng.choice(names): _junk(rng, depth + 1) for _ in range(rng.randrange(4))}
-    deep: Any = 1
-    for _ in range(rng.choice([10, 100, 400])):  # deeper ones are sent as raw bytes
-        deep = [deep]
-    return deep
-
-
-def _mutate_json(rng: random.Random, base: dict[str, Any]) -> bytes:
-    d = json.loads(json.dumps(base))
-    for _ in range(rng.randrange(1, 4)):
-        op = rng.randrange(4)
-        keys = list(d)
-        if op == 0 and keys:
-            d.pop(rng.choice(keys))
-        elif op == 1 and keys:
-            d[rng.choice(keys)] = _junk(rng)
-        elif op == 2:
-            d[rng.choice(["extra", "id", "ue", "url", "secret", "filters"])] = _junk(rng)
-        else:
-            return json.dumps(_junk(rng), allow_nan=True).encode()
-    return json.dumps(d, allow_nan=True).encode()
-
-
-def _bytes(rng: random.Random) -> bytes:
-    n = rng.choice([0, 1, 2, 10, 100, 5000])
-    return rng.randbytes(n)
 
 
 @dataclass
@@ -146,9 +99,9 @@ def _request(rng: random.Random, t: Target) -> tuple[str, str, bytes, dict[str, 
     if r < 0.15:
         return method, path, data, headers  # valid
     if r < 0.6 and body is not None:
-        data = _mutate_json(rng, body)
+        data = mutate_json(rng, body)
     elif r < 0.65:
-        data = _bytes(rng)
+        data = junk_bytes(rng)
     elif r < 0.7:  # nesting far past any parser's recursion limit
         n = rng.choice([1000, 100_000])
         data = b"[" * n + b"]" * n if rng.random() < 0.5 else b'{"a":' * n + b"1" + b"}" * n
