@@ -69,6 +69,7 @@ def _targets() -> list[Target]:
     flow = {"id": "f1", "ue": 1000, "address": "127.0.0.1:9", "format": "json"}
     out.append(Target("occ", occ.shell.http, [
         ("POST", "/occ/v1/flows", flow), ("GET", "/occ/v1/flows", None),
+        ("GET", "/occ/v1/flows?limit=20&after=f1", None),
         ("GET", "/occ/v1/flows/f1", None), ("DELETE", "/occ/v1/flows/f1", None),
         ("GET", "/occ/v1/ues/1000", None), ("GET", "/occ/v1/status", None),
         ("POST", "/ric/v1/subscriptions/response",

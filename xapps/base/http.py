@@ -64,6 +64,7 @@ class Response:
     content_type: str = "application/json"
     # a streaming answer: called with a writer after the headers; returns when it is done
     stream: Callable[[Writer], None] | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)  # more, e.g. Link
 
     @classmethod
     def json(cls, obj: Any, status: int = 200) -> Response:
@@ -193,6 +194,8 @@ class HttpServer:
                 self.send_response(resp.status)
                 self.send_header("Content-Type", resp.content_type)
                 self.send_header("Content-Length", str(len(resp.body)))
+                for k, v in resp.headers.items():
+                    self.send_header(k, v)
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(resp.body)

@@ -48,6 +48,7 @@ class FeedbackSender:
         self.targets: dict[int, UeTarget] = {}
         self.counters: Counter[str] = Counter()
         self._sent: dict[str, _Sent] = {}
+        self.version = 0  # bumped by every add / remove (a cached listing knows it is stale)
         self._by_ue: dict[int, set[str]] = {}
         self._lock = threading.Lock()
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -64,6 +65,7 @@ class FeedbackSender:
             if old is not None:
                 self._by_ue.get(old.ue, set()).discard(flow.id)
             self.flows[flow.id] = flow
+            self.version += 1
             self._by_ue.setdefault(flow.ue, set()).add(flow.id)
             self._sent.pop(flow.id, None)
             t = self.targets.get(flow.ue)
@@ -76,6 +78,7 @@ class FeedbackSender:
         with self._lock:
             flow = self.flows.pop(flow_id, None)
             if flow is not None:
+                self.version += 1
                 self._by_ue.get(flow.ue, set()).discard(flow_id)
                 self._sent.pop(flow_id, None)
             return flow

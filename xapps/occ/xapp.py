@@ -20,11 +20,13 @@ through state snapshots (``latest``) under a lock.
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import math
 import threading
 import time
+import urllib.parse
 from collections import Counter, deque
 from dataclasses import asdict, replace
 from typing import Any
@@ -117,6 +119,8 @@ class OccXapp:
         self.restored = {"flows": 0, "ues": 0, "checkpoints": 0}
         self.started_at = time.time()
         self._lock = threading.Lock()  # latest
+        # GET /occ/v1/flows: (feedback.version, ids, each flow's JSON), sorted by id
+        self._flows_rendered: tuple[int, list[str], list[str]] | None = None
         self._dirty: set[int] = set()
         # the newest checkpoint not yet written: (UE ids, their state arrays, fingerprint)
         self._ckpt_out: tuple[list[int], dict[str, Any], str] | None = None
@@ -527,7 +531,7 @@ class OccXapp:
             "GET", "/occ/v1/ues", lambda r: Response.json([x.to_json() for x in self.ue_records()])
         )
         h.add("GET", "/occ/v1/ues/{ue}", self._get_ue)
-        h.add("GET", "/occ/v1/flows", lambda r: Response.json([f.to_json() for f in self.flows()]))
+        h.add("GET", "/occ/v1/flows", self._list_flows)
         h.add("POST", "/occ/v1/flows", self._post_flow, auth=True)
         h.add("GET", "/occ/v1/flows/{id}", self._get_flow)
         h.add("DELETE", "/occ/v1/flows/{id}", self._delete_flow, auth=True)
@@ -539,6 +543,30 @@ class OccXapp:
 
     def flows(self) -> list[Flow]:
         return self.feedback.list_flows()
+
+    def _list_flows(self, req: Request) -> Response:
+        """Every flow by id, or a page: ``?limit=N`` (1..4096) from after ``?after=ID``; a
+        ``Link: <...>; rel="next"`` header when more follow. The whole listing is kept
+        rendered until a flow is added or removed (a GET costs a copy, not 4096 encodes)."""
+        limit_s = (req.query.get("limit") or [str(MAX_FLOWS)])[-1]
+        after = (req.query.get("after") or [None])[-1]
+        if not limit_s.isdigit() or not 1 <= int(limit_s) <= MAX_FLOWS:
+            raise RestError(400, "bad_limit", f"limit must be 1..{MAX_FLOWS}, got {limit_s!r}")
+        limit = int(limit_s)
+        version = self.feedback.version
+        cached = self._flows_rendered
+        if cached is None or cached[0] != version:
+            flows = self.flows()
+            cached = (version, [f.id for f in flows], [json.dumps(f.to_json()) for f in flows])
+            self._flows_rendered = cached
+        _, ids, rendered = cached
+        start = 0 if after is None else bisect.bisect_right(ids, after)
+        page = rendered[start : start + limit]
+        resp = Response(200, ("[" + ", ".join(page) + "]").encode(), "application/json")
+        if start + limit < len(ids):
+            nxt = urllib.parse.quote(ids[start + limit - 1], safe="")
+            resp.headers = {"Link": f'</occ/v1/flows?limit={limit}&after={nxt}>; rel="next"'}
+        return resp
 
     def _get_ue(self, req: Request) -> Response:
         ue_s = req.params["ue"]

@@ -224,3 +224,48 @@ def test_flow_registrations_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None
     r = occ.shell.http.dispatch("DELETE", "/occ/v1/flows/f0", b"", dict(hdr))
     assert r.status == 204
     assert post(5)[0] == 201
+
+
+def test_flow_listing_pages_and_follows_changes() -> None:
+    """GET /occ/v1/flows lists every flow by id, or a page (?limit, ?after) with a Link to the
+    next one; the kept rendering follows every registration and deletion."""
+    import json
+
+    from octoric.contracts import auth
+
+    occ = OccXapp(
+        free_port(), free_port(), sdl=SdlStore("occ", SyncStorage(fake_db_backend="dict"))
+    )
+    occ.shell.http.token = "t" * 32
+    occ.shell._ready.set()
+    hdr = auth.bearer("t" * 32)
+    http = occ.shell.http
+
+    def ids(path: str) -> tuple[list[str], str | None]:
+        r = http.dispatch("GET", path, b"", {})
+        assert r.status == 200, r.body
+        return [f["id"] for f in json.loads(r.body)], r.headers.get("Link")
+
+    for i in (3, 1, 2, 5, 4):
+        body = {"id": f"f{i}", "ue": 1000 + i, "address": "127.0.0.1:9", "format": "json"}
+        assert (
+            http.dispatch("POST", "/occ/v1/flows", json.dumps(body).encode(), dict(hdr)).status
+            == 201
+        )
+    assert ids("/occ/v1/flows") == (["f1", "f2", "f3", "f4", "f5"], None)
+    page, link = ids("/occ/v1/flows?limit=2")
+    assert page == ["f1", "f2"] and link == '</occ/v1/flows?limit=2&after=f2>; rel="next"'
+    assert ids("/occ/v1/flows?limit=2&after=f2") == (
+        ["f3", "f4"],
+        '</occ/v1/flows?limit=2&after=f4>; rel="next"',
+    )
+    assert ids("/occ/v1/flows?limit=2&after=f4") == (["f5"], None)
+    assert ids("/occ/v1/flows?after=f9") == ([], None)
+    assert http.dispatch("DELETE", "/occ/v1/flows/f2", b"", dict(hdr)).status == 204
+    assert ids("/occ/v1/flows?limit=2") == (
+        ["f1", "f3"],
+        '</occ/v1/flows?limit=2&after=f3>; rel="next"',
+    )
+    for bad in ("0", "-1", "x", "4097"):
+        r = http.dispatch("GET", f"/occ/v1/flows?limit={bad}", b"", {})
+        assert r.status == 400 and json.loads(r.body)["reason"] == "bad_limit", bad
