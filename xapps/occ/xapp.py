@@ -24,6 +24,7 @@ import bisect
 import json
 import logging
 import math
+import os
 import threading
 import time
 import urllib.parse
@@ -173,8 +174,17 @@ class OccXapp:
         threading.Thread(
             target=self.node_subs.run, args=(self._stop,), name="discovery", daemon=True
         ).start()
+        # Both handlers run in RMR's receive thread (one thread hand-off less per indication;
+        # both in one thread, so the engine sees them in order, as from one dispatch thread).
+        # While one runs, RMR's ring holds what arrives and TCP pushes back to e2term.
+        # OCTORIC_OCC_INLINE=0 puts them behind ricxappframe's queue (the A/B switch).
+        inline = (
+            () if os.environ.get("OCTORIC_OCC_INLINE") == "0"
+            else (RIC_INDICATION, messages.HO_EVENT)
+        )  # fmt: skip
         self.shell.start_rmr(
-            {RIC_INDICATION: self.on_indication, messages.HO_EVENT: self.on_ho_event}
+            {RIC_INDICATION: self.on_indication, messages.HO_EVENT: self.on_ho_event},
+            inline=inline,
         )
         log.info("occ xApp up: RMR %d, HTTP %d", self.shell.rmr_port, self.shell.http_port)
 
