@@ -109,6 +109,10 @@ class XappShell:
         self.rx_declared: frozenset[int] | None = None
         self.tx_declared: frozenset[int] | None = None
         self.rmr_queue_len = RMR_QUEUE_LEN
+        # RMR's own receive ring (our library: it drops and counts when full, which is where
+        # an overload lands for handlers run inline): the count last read, when it last grew
+        self._ring_drops = 0
+        self._ring_drop_at = 0.0
         self.http.add("GET", "/ric/v1/health/alive", lambda r: Response.text("OK\n"))
         self.http.add("GET", "/ric/v1/health/ready", self._ready_probe)
         self.http.add("GET", "/metrics", self._metrics)
@@ -121,14 +125,37 @@ class XappShell:
         if not self.sdl.healthy():  # state would not survive: say so (issue #17)
             return Response.text(f"SDL unreachable: {self.sdl.last_error}\n", 503)
         if self.overloaded():  # still serving, but shedding: say so, without failing the probe
-            shed = self.rmr_counters["shed_queue_full"]
+            shed = self.rmr_counters["shed_queue_full"] + self.rmr_counters["dropped_ring_full"]
             return Response.text(f"OK overloaded: {shed} RMR messages shed\n")
         return Response.text("OK\n")
 
     def overloaded(self) -> bool:
-        """Were received messages shed (the receive queue full) in the last seconds?"""
+        """Were received messages shed in the last seconds: the dispatch queue full, or RMR's
+        receive ring full (counted in ``rmr_counters["dropped_ring_full"]``)?"""
         q = getattr(getattr(self.xapp, "_rmr_loop", None), "rcv_queue", None)
-        return isinstance(q, SheddingQueue) and q.overloaded()
+        self.ring_drops()
+        recent = (
+            self._ring_drop_at > 0 and time.monotonic() - self._ring_drop_at < OVERLOAD_WINDOW_S
+        )
+        return (isinstance(q, SheddingQueue) and q.overloaded()) or recent
+
+    def ring_drops(self) -> int:
+        """Messages RMR's receive ring dropped, full (octoric's librmr counts them; real RMR
+        does not say: 0), mirrored into ``rmr_counters["dropped_ring_full"]``."""
+        mrc = getattr(self.xapp, "_mrc", None)
+        if mrc is None:
+            return self._ring_drops
+        try:
+            import octoric.rmr
+
+            n = octoric.rmr.stats(mrc).dropped_overflow
+        except Exception:  # real RMR (no octoric_rmr_stats), or no context yet
+            return self._ring_drops
+        if n > self._ring_drops:
+            self._ring_drop_at = time.monotonic()
+            self.rmr_counters["dropped_ring_full"] += n - self._ring_drops
+            self._ring_drops = n
+        return n
 
     def _metrics(self, req: Request) -> Response:
         return Response(200, generate_latest(self.registry), "text/plain; version=0.0.4")

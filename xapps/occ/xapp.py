@@ -559,7 +559,8 @@ class OccXapp:
         ``Link: <...>; rel="next"`` header when more follow. The whole listing is kept
         rendered until a flow is added or removed (a GET costs a copy, not 4096 encodes)."""
         limit_s = (req.query.get("limit") or [str(MAX_FLOWS)])[-1]
-        after = (req.query.get("after") or [None])[-1]
+        afters = req.query.get("after")
+        after = afters[-1] if afters else None
         if not limit_s.isdigit() or not 1 <= int(limit_s) <= MAX_FLOWS:
             raise RestError(400, "bad_limit", f"limit must be 1..{MAX_FLOWS}, got {limit_s!r}")
         limit = int(limit_s)
@@ -641,8 +642,8 @@ class OccXapp:
             "ho_event_errors": dict(self.ho_errors),
             "rest_errors": dict(self.shell.http.counters.errors),
             "feedback": dict(self.feedback.counters),
+            "overloaded": self.shell.overloaded(),  # first: it reads RMR's ring drops
             "rmr": dict(self.shell.rmr_counters),
-            "overloaded": self.shell.overloaded(),
             "config_errors": self.shell.config_errors,
             "last_config_error": self.shell.last_config_error,
             "last_errors": list(self.last_errors),
@@ -660,6 +661,7 @@ class OccXapp:
     def _stats(self) -> dict[str, Any]:
         now = time.monotonic()
         subs = self.node_subs.states()
+        self.shell.ring_drops()  # RMR's ring drops into rmr_counters before they are read
         return {
             "indications_total": self.counters["indications"],
             "ue_samples_total": self.counters["ue_samples"],

@@ -168,3 +168,32 @@ def test_inline_message_types_skip_the_queue() -> None:
     q.put(({"mtype": 12011}, "b"))
     assert ran == [({"mtype": 12050}, "a")]
     assert q.qsize() == 1 and q.get() == ({"mtype": 12011}, "b")
+
+
+def test_rmr_ring_drops_are_counted_and_say_overloaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With handlers inline, an overload fills RMR's own receive ring, which drops (octoric's
+    librmr counts it): the shell mirrors that count into its counters and says overloaded,
+    so the loss is never silent (issue #17)."""
+    import types
+
+    import octoric.rmr
+    from octoric.xapps.base import shell as shell_mod
+    from octoric.xapps.base.shell import XappShell
+
+    drops = [0]
+
+    def fake_stats(ctx: Any) -> Any:
+        assert ctx == "ctx"
+        return types.SimpleNamespace(dropped_overflow=drops[0])
+
+    monkeypatch.setattr(octoric.rmr, "stats", fake_stats)
+    sh = XappShell("t", 4999, 8999)
+    assert not sh.overloaded() and sh.ring_drops() == 0  # not started: nothing to read
+    sh.xapp = types.SimpleNamespace(_mrc="ctx")
+    assert not sh.overloaded() and sh.rmr_counters["dropped_ring_full"] == 0
+    drops[0] = 7
+    assert sh.overloaded() and sh.rmr_counters["dropped_ring_full"] == 7
+    drops[0] = 9
+    assert sh.ring_drops() == 9 and sh.rmr_counters["dropped_ring_full"] == 9
+    monkeypatch.setattr(shell_mod, "OVERLOAD_WINDOW_S", 0.0)  # the last drop is old now
+    assert not sh.overloaded()
