@@ -177,6 +177,7 @@ def test_rmr_ring_drops_are_counted_and_say_overloaded(monkeypatch: pytest.Monke
     import types
 
     import octoric.rmr
+
     from octoric.xapps.base import shell as shell_mod
     from octoric.xapps.base.shell import XappShell
 
