@@ -89,7 +89,10 @@ class Appmgr:
             request, ("appName", "appInstanceName", "httpEndpoint", "rmrEndpoint")
         )
         try:
-            descriptor = json.loads(body.get("config") or "{}")
+            config = body.get("config") or "{}"
+            if not isinstance(config, str):  # O-RAN SC: the descriptor as a JSON string
+                raise ValueError("config must be the descriptor as a JSON string")
+            descriptor = json.loads(config)
             if not isinstance(descriptor, dict):
                 raise ValueError("config must be a JSON object")
             rec = XappRecord(
@@ -104,7 +107,7 @@ class Appmgr:
             check_endpoint(rec.rmr_endpoint, "rmrEndpoint")
             check_endpoint(rec.http_endpoint, "httpEndpoint")
             rec.routes()  # reject descriptors naming unknown message types now, not later
-        except (ValueError, KeyError) as e:
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
             self.counters.bad_requests += 1
             raise web.HTTPBadRequest(
                 text=json.dumps({"error": f"bad xApp config: {e}"}), content_type="application/json"

@@ -120,6 +120,20 @@ def apis() -> list[Api]:
 # --- one kept-alive connection, raw HTTP/1.1 ----------------------------------------------
 
 
+class _KeepOpen:
+    """The connection's reader for one response: HTTPResponse closes its file when the body
+    is read, which must not close the kept-alive connection's."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self._f = f
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._f, name)
+
+    def close(self) -> None:
+        pass
+
+
 class _Conn:
     """A loopback connection to one service; reopened when the server closes it."""
 
@@ -137,9 +151,9 @@ class _Conn:
             self.sock.close()
         self.sock = self.rfile = None
 
-    def makefile(self, mode: str) -> BinaryIO:  # what http.client.HTTPResponse reads from
+    def makefile(self, mode: str) -> Any:  # what http.client.HTTPResponse reads from
         assert self.rfile is not None
-        return self.rfile
+        return _KeepOpen(self.rfile)
 
     def request(self, raw: bytes, method: str) -> tuple[int, str, bytes]:
         """Send one request; (status, content type, body). Reconnects once if the kept-alive

@@ -308,7 +308,7 @@ class Submgr:
         self.stats.rest["post"] += 1
         try:
             common, specs = parse_request(json.loads(await request.read()))
-        except (BadRequest, ValueError) as e:
+        except (BadRequest, ValueError, RecursionError) as e:  # RecursionError: JSON too deep
             self.stats.errors["bad_rest"] += 1
             return web.json_response({"error": f"invalid subscription request: {e}"}, status=400)
         sid = common["subscription_id"] or uuid.uuid4().hex
