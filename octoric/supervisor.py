@@ -72,9 +72,9 @@ class ChildProcess:
 
     With ``max_restarts`` > 0 a child that dies is started again, as a Kubernetes deployment
     would restart a pod: at once the first time within the window (a one-off crash costs no
-    waiting), after ``backoff_s`` when it died again recently. The budget is a rate: the run fails when a child
-    needs more than ``max_restarts`` restarts within ``restart_window_s``; a child that dies
-    now and then, hours apart, is restarted every time.
+    waiting), after ``backoff_s`` when it died again recently. The budget is a rate: the run
+    fails when a child needs more than ``max_restarts`` restarts within ``restart_window_s``;
+    a child that dies now and then, hours apart, is restarted every time.
     """
 
     def __init__(
