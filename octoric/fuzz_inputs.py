@@ -70,3 +70,20 @@ def junk_bytes(rng: random.Random) -> bytes:
     """0-5000 random bytes."""
     n = rng.choice([0, 1, 2, 10, 100, 5000])
     return rng.randbytes(n)
+
+
+def deep_json(rng: random.Random) -> bytes:
+    """A JSON array or object nested 1,000 or 100,000 deep: far past any parser's recursion
+    limit."""
+    n = rng.choice([1000, 100_000])
+    return b"[" * n + b"]" * n if rng.random() < 0.5 else b'{"a":' * n + b"1" + b"}" * n
+
+
+def odd_path(rng: random.Random, paths: Sequence[str]) -> str:
+    """One of ``paths`` with ``{x}`` replaced by 1-3000 printable characters, sometimes in
+    absolute form toward another host with the same junk as query."""
+    seg = "".join(rng.choices(string.printable, k=rng.choice([1, 5, 40, 3000])))
+    path = rng.choice(paths).replace("{x}", seg)
+    if rng.random() < 0.2:
+        path = "http://evil.example" + path + "?" + seg
+    return path

@@ -28,7 +28,6 @@ import http.client
 import json
 import random
 import socket
-import string
 import sys
 import tempfile
 import time
@@ -39,7 +38,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from octoric.contracts import auth
-from octoric.fuzz_inputs import junk, junk_bytes, mutate_json
+from octoric.fuzz_inputs import deep_json, junk, junk_bytes, mutate_json, odd_path
 
 METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]
 CHECK_EVERY = 5_000
@@ -210,17 +209,13 @@ def request_for(rng: random.Random, api: Api, token: str) -> tuple[str, str, byt
     elif r < 0.65:
         data = junk_bytes(rng)
     elif r < 0.7:  # nesting far past any parser's recursion limit
-        n = rng.choice([1000, 100_000])
-        data = b"[" * n + b"]" * n if rng.random() < 0.5 else b'{"a":' * n + b"1" + b"}" * n
+        data = deep_json(rng)
     elif r < 0.75:
         data = json.dumps(junk(rng), allow_nan=True).encode()
     if rng.random() < 0.3:
         method = rng.choice(METHODS)
     if rng.random() < 0.3:
-        seg = "".join(rng.choices(string.printable, k=rng.choice([1, 5, 40, 3000])))
-        path = rng.choice(api.paths).replace("{x}", seg)
-        if rng.random() < 0.2:
-            path = "http://evil.example" + path + "?" + seg
+        path = odd_path(rng, api.paths)
     if rng.random() < 0.05:
         headers["Content-Type"] = rng.choice(["text/plain", "", "application/json; charset=x"])
     if rng.random() < 0.03:  # a length that disagrees with the body (shorter only: longer waits)

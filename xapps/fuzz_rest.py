@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import string
 import sys
 import time
 import traceback
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from octoric.contracts import auth
-from octoric.fuzz_inputs import junk_bytes, mutate_json
+from octoric.fuzz_inputs import deep_json, junk_bytes, mutate_json, odd_path
 from octoric.xapps.base.http import HttpServer
 
 TOKEN = "fuzz-" + "t" * 27
@@ -104,15 +103,11 @@ def _request(rng: random.Random, t: Target) -> tuple[str, str, bytes, dict[str, 
     elif r < 0.65:
         data = junk_bytes(rng)
     elif r < 0.7:  # nesting far past any parser's recursion limit
-        n = rng.choice([1000, 100_000])
-        data = b"[" * n + b"]" * n if rng.random() < 0.5 else b'{"a":' * n + b"1" + b"}" * n
+        data = deep_json(rng)
     if rng.random() < 0.3:
         method = rng.choice(METHODS)
     if rng.random() < 0.3:
-        seg = "".join(rng.choices(string.printable, k=rng.choice([1, 5, 40, 3000])))
-        path = rng.choice(t.paths).replace("{x}", seg)
-        if rng.random() < 0.2:
-            path = "http://evil.example" + path + "?" + seg
+        path = odd_path(rng, t.paths)
     if rng.random() < 0.1:
         headers["Last-Event-ID"] = rng.choice(["1", "-5", "x", "9" * 40])
     return method, path, data, headers
