@@ -203,11 +203,11 @@ def main(
     benches = discover()
     if names:
         benches = [b for b in benches if b.name in names or b.area in names]
-    else:
-        benches = [b for b in benches if not b.explicit_only]
         if not benches:
             print(f"octoric bench: no benchmark matches {list(names)}", file=sys.stderr)
             return 2
+    else:
+        benches = [b for b in benches if not b.explicit_only]
     results: dict[str, list[BenchResult]] = {}
     skipped: dict[str, str] = {}
     for b in benches:

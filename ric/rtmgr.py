@@ -140,7 +140,14 @@ class Rtmgr:
             if not (0 <= sub <= 65535 and 0 < port < 65536 and host):
                 raise ValueError("out of range")
             check_host(host, "address")  # it goes into every route table
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError) as e:
+        except (
+            ValueError,
+            KeyError,
+            TypeError,
+            OverflowError,
+            UnicodeDecodeError,
+            RecursionError,
+        ) as e:  # noqa: E501
             raise web.HTTPBadRequest(
                 text=json.dumps({"error": f"need address, port, subscription_id: {e}"}),
                 content_type="application/json",

@@ -246,6 +246,8 @@ class NodeSubscriptions:
     def run(self, stop: threading.Event) -> None:
         """The discovery thread: adopt or clear what a previous run left, then a round per
         period."""
+        while self.shell.xapp is None and not stop.is_set():  # adopted = receiving: RMR is up
+            stop.wait(0.05)
         try:
             self.adopt_or_clear()
         except Exception as e:  # SDL or submgr down: carry on, nodes are subscribed anyway

@@ -386,16 +386,19 @@ def test_kill9_restart_resumes(env: Env) -> None:
         st = wait_until(env.occ.status, 20, "the restarted xApp's REST API")
         assert st["restored"]["flows"] == 2 and st["restored"]["ues"] == len(UES)
         assert st["restored"]["checkpoints"] == len(UES)
-        new = wait_until(lambda: _active(env), 30, "re-subscription")
-        assert new["subscription_id"] != old["subscription_id"]
-        assert env.occ.status()["counters"].get("stale_subscriptions_deleted", 0) == 1
+        new = wait_until(lambda: _active(env), 30, "the adopted subscription")
+        # submgr still holds it for this endpoint: adopted, not deleted and asked again
+        assert new["subscription_id"] == old["subscription_id"]
+        counters = env.occ.status()["counters"]
+        assert counters.get("subscriptions_adopted", 0) == 1, counters
+        assert counters.get("stale_subscriptions_deleted", 0) == 0, counters
         # indications flow again into the restored engine: fresh estimates, nothing rejected
         wait_until(
             lambda: env.occ.status()["counters"].get("ue_samples", 0) > 400, 20, "new samples"
         )
         assert "time" not in env.occ.status()["rejected_indications"]
         _, submgr_subs = http("GET", env.stack.url("submgr_rest_port", "/ric/v1/subscriptions"))
-        assert len(submgr_subs) == 1, submgr_subs  # the stale one is gone
+        assert len(submgr_subs) == 1, submgr_subs  # still the one subscription
         assert len(lj.drain()) > 5
     finally:
         lj.close()
