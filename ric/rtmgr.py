@@ -147,7 +147,7 @@ class Rtmgr:
             OverflowError,
             UnicodeDecodeError,
             RecursionError,
-        ) as e:  # noqa: E501
+        ) as e:
             raise web.HTTPBadRequest(
                 text=json.dumps({"error": f"need address, port, subscription_id: {e}"}),
                 content_type="application/json",
