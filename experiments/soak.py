@@ -350,7 +350,7 @@ def inject(fault: str, dep: Deployment, nodes: list[LoadNode], loop: LoopThread)
             capture_output=True,
             text=True,
         )
-        killed = max(0, len([ln for ln in r.stdout.splitlines() if "ESTAB" in ln]))
+        killed = sum("ESTAB" in ln for ln in r.stdout.splitlines())
         return f"{killed} connections"
     raise ValueError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
 
@@ -705,11 +705,19 @@ def verdict(f: dict[str, Any], s: SoakSettings) -> dict[str, bool]:
     }
 
 
-def _bench(quick: bool) -> list[BenchResult]:
+def _settings(quick: bool) -> SoakSettings:
+    """``octoric bench soak``: ``--minutes`` (60; 5 with ``--quick``, one round of faults)."""
     from octoric import bench
 
     minutes = float(bench.options.get("minutes") or (5.0 if quick else 60.0))
-    s = SoakSettings(minutes=minutes, rounds=1 if quick else 3)
+    return SoakSettings(minutes=minutes, rounds=1 if quick else 3)
+
+
+def _bench(quick: bool) -> list[BenchResult]:
+    from octoric import bench
+
+    s = _settings(quick)
+    minutes = s.minutes
     keep = Path("build/soak-run")  # the deployment's logs and marks, for a post-mortem
     shutil.rmtree(keep, ignore_errors=True)
     f = run_soak(s, keep=keep)
@@ -747,10 +755,8 @@ BENCHMARKS = [
 
 
 def cli_json(quick: bool) -> dict[str, Any]:
-    from octoric import bench
 
-    minutes = float(bench.options.get("minutes") or (5.0 if quick else 60.0))
-    s = SoakSettings(minutes=minutes, rounds=1 if quick else 3)
+    s = _settings(quick)
     f = run_soak(s)
     return f | {"verdict": verdict(f, s)}
 
