@@ -8,9 +8,15 @@ gNB's time stamp of the newest sample behind the estimate, so every datagram is 
 the indication that produced it: latency is from the gNB's send (just before the socket
 write) to the datagram's arrival, both on CLOCK_MONOTONIC.
 
-Two configurations, the issue's:
+Three configurations, the issue's two and the soak's:
 - 10 nodes x 100 UEs, 10 ms period (10 granules): 1 M UE-samples/s into one OCC xApp;
-- 1 node x 100 UEs, 1 ms period (1 granule): the latency case.
+- 1 node x 100 UEs, 1 ms period (1 granule): the latency case;
+- 10 nodes x 100 UEs, 20 ms period (20 granules): the same 1 M UE-samples/s in half as many
+  indications, the load ``octoric bench soak`` runs for an hour.
+
+A configuration is **sustained** when nothing was lost or shed and the p99 stays within
+``SUSTAINED_P99_US`` (100 ms): the xApp keeps pace without a standing queue. 0 lost with a p99
+of seconds means it kept up only by queueing, which a 30 s run survives and an hour does not.
 
 The indications are built before the clock starts (the fast encoder, then only the sequence
 number and the time stamp are patched per send), so the generator's CPU stays small on this
@@ -76,7 +82,9 @@ class LoopCase:
 CASES = (
     LoopCase("10x100@10ms", 10, 100, 10),
     LoopCase("1x100@1ms", 1, 100, 1),
+    LoopCase("10x100@20ms", 10, 100, 20),
 )
+SUSTAINED_P99_US = 100_000.0  # no standing queue (see the module's docstring)
 
 
 def ue_id(node: int, u: int) -> int:
@@ -356,6 +364,7 @@ def _figures(case: LoopCase, nodes: list[LoadNode], fb: dict[str, Any], st0: dic
     expected = measured * case.flows_per_node
     processed = _processed(st1)
     lost = sent_total - processed
+    shed = int(st1.get("rmr", {}).get("shed_queue_full", 0))
     samples = (processed - _processed(st0)) * case.n_ues * case.period_ms
     per_sample = {
         k: round((cpu1[k] - cpu0[k]) / samples * 1e6, 3) if samples else None for k in cpu0
@@ -371,7 +380,7 @@ def _figures(case: LoopCase, nodes: list[LoadNode], fb: dict[str, Any], st0: dic
         "indications_sent": sent_total,
         "indications_processed": processed,
         "rejected": st1.get("rejected_indications", {}),
-        "shed": int(st1.get("rmr", {}).get("shed_queue_full", 0)),
+        "shed": shed,
         "flows": flows,
         "latency_samples": len(lat),
         "feedback_possible": expected,
@@ -379,9 +388,15 @@ def _figures(case: LoopCase, nodes: list[LoadNode], fb: dict[str, Any], st0: dic
         "cpu_share": {k: round((cpu1[k] - cpu0[k]) / elapsed, 3) for k in cpu0},
         "xapp_inside_ms": st1.get("latency_ms"),
         "overloaded": st1.get("overloaded"),
+        "sustained": sustained(int(lost), shed, _q(arr, 99)),
         "xapp_counters": st1.get("counters", {}),
         "xapp_rmr": st1.get("rmr", {}),
     }
+
+
+def sustained(lost: int, shed: int, p99_us: float | None) -> bool:
+    """Kept pace: nothing lost or shed, and no standing queue (p99 within 100 ms)."""
+    return lost == 0 and shed == 0 and p99_us is not None and p99_us <= SUSTAINED_P99_US
 
 
 def cli_json(quick: bool) -> list[dict[str, Any]]:
@@ -392,18 +407,20 @@ def _run(quick: bool) -> list[BenchResult]:
     rows = cli_json(quick)
     out = []
     for r in rows:
-        big = r["config"] == CASES[0].name
+        big = r["config"] == CASES[0].name  # the issue's throughput target
+        fast = r["config"] == CASES[1].name  # its latency target
         note = (f"{r['indications_sent']} indications sent, {r['indications_processed']} "
                 f"processed, {r['shed']} shed; {r['latency_samples']} feedback samples of "
                 f"{r['feedback_possible']} possible ({r['flows']} flows); CPU us per UE-sample "
                 f"{r['cpu_us_per_ue_sample']}; p50 {r['p50_us']} us, p99.9 {r['p999_us']} us; "
-                f"{ANCHORS}")  # fmt: skip
+                f"sustained (0 lost, 0 shed, p99 <= {SUSTAINED_P99_US / 1000:.0f} ms): "
+                f"{'yes' if r['sustained'] else 'no'}; {ANCHORS}")  # fmt: skip
         out.append(BenchResult(
             f"loop {r['config']}: indication sent -> feedback received p99", r["p99_us"] or 0.0,
             "us", higher_is_better=False,
-            target=None if big else f"<= {TARGET_P99_US:.0f} us",
-            target_met=None if big else (r["p99_us"] is not None
-                                         and r["p99_us"] <= TARGET_P99_US),
+            target=f"<= {TARGET_P99_US:.0f} us" if fast else None,
+            target_met=(r["p99_us"] is not None and r["p99_us"] <= TARGET_P99_US)
+            if fast else None,
             note=note,
         ))  # fmt: skip
         out.append(BenchResult(

@@ -169,7 +169,9 @@ class Deployment:
     redis_port: int
 
     def children(self) -> dict[str, int]:
-        """Component name -> pid of the deployment's current processes."""
+        """Component name -> pid of the deployment's current processes; a warm spare
+        (``octoric.spare``: the same command line) is "<name>-spare": the live process is the
+        pid the supervisor wrote to ``<child>.pid`` in the run folder."""
         out: dict[str, int] = {}
         for pid_s in os.listdir("/proc"):
             if not pid_s.isdigit():
@@ -182,10 +184,19 @@ class Deployment:
             if int(stat.rsplit(")", 1)[1].split()[1]) != self.proc.pid:
                 continue
             name = _component_of([c.decode(errors="replace") for c in cmd])
+            if name and _has_spare(name) and int(pid_s) != self._live(name):
+                name += "-spare"
             if name:
                 out[name] = int(pid_s)
         out["supervisor"] = self.proc.pid
         return out
+
+    def _live(self, name: str) -> int:
+        child = f"xapp-{name}" if name == "occ" else f"ric-{name}"
+        try:
+            return int((self.run_dir / f"{child}.pid").read_text())
+        except (OSError, ValueError):
+            return 0
 
     def pid(self, name: str, timeout: float = 10.0) -> int:
         deadline = time.monotonic() + timeout
@@ -195,6 +206,11 @@ class Deployment:
                 return p
             time.sleep(0.05)
         raise RuntimeError(f"soak: no {name} process in the deployment")
+
+
+def _has_spare(name: str) -> bool:
+    """The components the supervisor keeps a warm spare of (``ChildProcess(spare=True)``)."""
+    return name in ("occ", "e2term")
 
 
 def _component_of(cmd: list[str]) -> str | None:

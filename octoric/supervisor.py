@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol, TextIO, runtime_checkable
 
 from octoric.config import RunConfig
+from octoric.spare import ACTIVATE, SPARE_FD_ENV
 
 log = logging.getLogger("octoric.supervisor")
 
@@ -75,6 +76,11 @@ class ChildProcess:
     waiting), after ``backoff_s`` when it died again recently. The budget is a rate: the run
     fails when a child needs more than ``max_restarts`` restarts within ``restart_window_s``;
     a child that dies now and then, hours apart, is restarted every time.
+
+    With ``spare=True`` (a program that calls ``spare.wait_if_spare``) a start activates a
+    warm spare, a process already past its imports, and a new spare is made ``spare_delay_s``
+    later (not at once: its imports would compete with the start for the CPU). Which process
+    is the live one: ``<run_dir>/<name>.pid``.
     """
 
     def __init__(
@@ -85,6 +91,8 @@ class ChildProcess:
         max_restarts: int = 0,
         backoff_s: float = 0.5,
         restart_window_s: float = 60.0,
+        spare: bool = False,
+        spare_delay_s: float = 5.0,
     ) -> None:
         self.name = name
         self.argv = list(argv)
@@ -99,19 +107,90 @@ class ChildProcess:
         self._watch: asyncio.Task[None] | None = None
         self._ctx: RunContext | None = None
         self.log_path: Path | None = None
+        self.use_spare, self.spare_delay_s = spare, spare_delay_s
+        # the waiting spare and the write end of its pipe; the task that makes the next one
+        self._spare: tuple[asyncio.subprocess.Process, int] | None = None
+        self._spare_task: asyncio.Task[None] | None = None
+        self.spares_used = 0
 
-    async def _spawn(self) -> None:
+    async def _exec(self, spare_fd: int | None = None) -> asyncio.subprocess.Process:
         assert self._ctx is not None and self.log_path is not None
+        env = dict(self.env or self._ctx.child_env())
+        if spare_fd is not None:
+            env[SPARE_FD_ENV] = str(spare_fd)
         with self.log_path.open("ab") as out:
-            self.proc = await asyncio.create_subprocess_exec(
+            return await asyncio.create_subprocess_exec(
                 *self.argv,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,
-                env=self.env or self._ctx.child_env(),
+                env=env,
                 start_new_session=True,
+                pass_fds=() if spare_fd is None else (spare_fd,),
             )
-        log.info("started %s (pid %d)", self.name, self.proc.pid)
+
+    async def _new_spare(self) -> tuple[asyncio.subprocess.Process, int]:
+        r, w = os.pipe()
+        try:
+            proc = await self._exec(spare_fd=r)
+        except BaseException:
+            os.close(w)
+            raise
+        finally:
+            os.close(r)
+        return proc, w
+
+    async def _spawn(self) -> None:
+        if not self.use_spare:
+            self.proc = await self._exec()
+            log.info("started %s (pid %d)", self.name, self.proc.pid)
+            self._write_pid()
+            return
+        spare, self._spare = self._spare, None
+        warm = spare is not None
+        if spare is None:
+            spare = await self._new_spare()
+        proc, w = spare
+        try:
+            os.write(w, ACTIVATE)
+        except OSError as e:  # the spare died while waiting: start cold
+            log.warning("%s: spare (pid %d) gone (%s), starting a new one", self.name, proc.pid, e)
+            await _reap(proc)
+            warm = False
+            proc, w = await self._new_spare()
+            os.write(w, ACTIVATE)
+        finally:
+            os.close(w)
+        self.proc = proc
+        self.spares_used += warm
+        log.info("started %s (pid %d%s)", self.name, proc.pid, ", a warm spare" if warm else "")
+        self._write_pid()
+        if self._spare_task is None or self._spare_task.done():
+            self._spare_task = asyncio.create_task(self._make_spare_later())
+
+    async def _make_spare_later(self) -> None:
+        await asyncio.sleep(self.spare_delay_s)
+        if not self._stopping and self._spare is None:
+            self._spare = await self._new_spare()
+            log.info("%s: warm spare ready to start (pid %d)", self.name, self._spare[0].pid)
+
+    async def _retire_spare(self) -> None:
+        if self._spare_task is not None:
+            self._spare_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._spare_task
+        spare, self._spare = self._spare, None
+        if spare is None:
+            return
+        proc, w = spare
+        os.close(w)  # it exits on the closed pipe; the group kill is for one still importing
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        await _reap(proc)
+
+    def _write_pid(self) -> None:
+        if self._ctx is not None and self.proc is not None:
+            (self._ctx.run_dir / f"{self.name}.pid").write_text(f"{self.proc.pid}\n")
 
     async def start(self, ctx: RunContext) -> None:
         self._ctx = ctx
@@ -151,6 +230,7 @@ class ChildProcess:
         self._stopping = True
         if self._watch is not None:
             self._watch.cancel()
+        await self._retire_spare()
         p = self.proc
         if p is None or p.returncode is not None:
             return
@@ -173,11 +253,21 @@ class ChildProcess:
             "pid": self.proc.pid if self.proc else None,
             "exit_code": self.proc.returncode if self.proc else None,
             "restarts": self.restarts,
+            **({"warm_spares_used": self.spares_used} if self.use_spare else {}),
             "log": str(self.log_path) if self.log_path else None,
         }
 
     def failed(self) -> str | None:
         return self._gave_up
+
+
+async def _reap(proc: asyncio.subprocess.Process, timeout: float = 5.0) -> None:
+    try:
+        await asyncio.wait_for(proc.wait(), timeout)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        await proc.wait()
 
 
 class StatusLine:

@@ -106,6 +106,9 @@ class RicComponent:
                 f"ric-{comp}",
                 [sys.executable, "-m", "octoric.ric.services", comp, "--state", str(state)],
                 max_restarts=5,  # as Kubernetes restarts a platform pod; state is in Redis
+                # e2term is on the indication path (what it misses while it restarts is
+                # lost), so it restarts from a warm spare (octoric.spare)
+                spare=comp == "e2term",
             )
             await child.start(ctx)
             self.children.append(child)

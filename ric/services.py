@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from aiohttp import web
@@ -39,6 +39,12 @@ from octoric.config import RicConfig
 from octoric.contracts import auth
 from octoric.e2sm.transport import Transport
 from octoric.ric.sdl import Sdl
+
+if TYPE_CHECKING:
+    from octoric.ric.a1 import A1Service
+    from octoric.ric.appmgr import Appmgr
+    from octoric.ric.rtmgr import Pusher, Rtmgr
+    from octoric.ric.submgr import Submgr
 
 log = logging.getLogger("ric.services")
 COMPONENTS = ("platform", "e2term", "submgr", "a1")
@@ -249,11 +255,12 @@ def _auth_middleware(token: str) -> Any:
     return mw
 
 
-async def _serve_http(
-    routes: list[web.RouteDef], host: str, port: int, sdl: Sdl | None = None, token: str = ""
-) -> web.AppRunner:
-    """``sdl``: ready (``/ric/v1/health/ready``) only while it reaches Redis; ``token``: the
-    run's API token (empty: no check, for tests of the bare services)."""
+def build_app(
+    routes: list[web.RouteDef], sdl: Sdl | None = None, token: str = ""
+) -> web.Application:
+    """A component's HTTP application as it is served: ``routes``, the health routes, the
+    1 MiB body limit; ``sdl``: ready (``/ric/v1/health/ready``) only while it reaches Redis;
+    ``token``: the run's API token (empty: no check, for tests of the bare services)."""
     middlewares = [_auth_middleware(token)] if token else []
     app = web.Application(client_max_size=1 << 20, middlewares=middlewares)
     app.add_routes(routes)
@@ -265,10 +272,28 @@ async def _serve_http(
         return web.Response(status=200)
 
     app.add_routes([web.get("/ric/v1/health/alive", _ok), web.get("/ric/v1/health/ready", ready)])
+    return app
+
+
+async def app_runner(app: web.Application) -> web.AppRunner:
+    """``app`` set up as its server runs it (started up, frozen, no access log), not yet
+    listening (``runner.server()`` makes the protocol of one connection)."""
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
+    return runner
+
+
+async def _serve_app(app: web.Application, host: str, port: int) -> web.AppRunner:
+    runner = await app_runner(app)
     await web.TCPSite(runner, host, port, reuse_address=True).start()
     return runner
+
+
+async def _serve_http(
+    routes: list[web.RouteDef], host: str, port: int, sdl: Sdl | None = None, token: str = ""
+) -> web.AppRunner:
+    """``build_app`` served on ``host:port``."""
+    return await _serve_app(build_app(routes, sdl, token), host, port)
 
 
 async def _ok(request: web.Request) -> web.Response:
@@ -303,15 +328,14 @@ def _endpoint(rt: RicRuntime, name: str, port: int) -> Any:
 
 
 # --- the components ---------------------------------------------------------------------------
-async def run_platform(rt: RicRuntime, stop: asyncio.Event) -> None:
-    from octoric.ric import appmgr as appmgr_mod
-    from octoric.ric import rtmgr as rtmgr_mod
+def platform_services(rt: RicRuntime, sdl: Sdl, push: Pusher) -> tuple[Appmgr, Rtmgr]:
+    """appmgr-lite and rtmgr-lite as the platform process wires them: rtmgr's xApps are
+    appmgr's registrations, and every registration change (or a re-seeded Redis) rebuilds the
+    route table and pushes it with ``push``."""
     from octoric.ric.appmgr import Appmgr
     from octoric.ric.routing import XappRoutes
     from octoric.ric.rtmgr import Rtmgr
 
-    sdl, watch = await _open_sdl(rt, "platform", [appmgr_mod.NS, rtmgr_mod.NS])
-    ep = _endpoint(rt, "rtmgr", rt.ric.rtmgr_rmr_port)
     appmgr = Appmgr(sdl)
 
     async def xapps() -> list[tuple[XappRoutes, str]]:
@@ -323,7 +347,7 @@ async def run_platform(rt: RicRuntime, stop: asyncio.Event) -> None:
             out.append((routes, f"{host}:{ctl}"))
         return out
 
-    rtmgr = Rtmgr(sdl, rt.platform_endpoints(), rt.platform_control(), ep.wh_send_to,
+    rtmgr = Rtmgr(sdl, rt.platform_endpoints(), rt.platform_control(), push,
                   rt.seed_file, xapps, key=rt.rt_key_bytes)  # fmt: skip
 
     async def on_change() -> None:
@@ -331,15 +355,34 @@ async def run_platform(rt: RicRuntime, stop: asyncio.Event) -> None:
 
     appmgr.on_change = on_change
     sdl.on_reseed = on_change  # the routes again, from the re-seeded registrations
-    await rtmgr.start()
+    return appmgr, rtmgr
+
+
+def platform_apps(
+    rt: RicRuntime, sdl: Sdl, appmgr: Appmgr, rtmgr: Rtmgr, ep: Any
+) -> tuple[web.Application, web.Application]:
+    """appmgr's and rtmgr's HTTP applications (``ep``: the RMR endpoint, for /metrics)."""
     metrics = _metrics_route(
         "octoric_platform",
         lambda: _stats_dict(appmgr.counters, rtmgr.stats, ep.counters, _sdl_stats(sdl)),
     )
-    bind, token = rt.ric.bind_address, rt.api_token
+    appmgr_app = build_app([*appmgr.routes(), metrics], sdl, rt.api_token)
+    return appmgr_app, build_app(rtmgr.routes(), sdl, rt.api_token)
+
+
+async def run_platform(rt: RicRuntime, stop: asyncio.Event) -> None:
+    from octoric.ric import appmgr as appmgr_mod
+    from octoric.ric import rtmgr as rtmgr_mod
+
+    sdl, watch = await _open_sdl(rt, "platform", [appmgr_mod.NS, rtmgr_mod.NS])
+    ep = _endpoint(rt, "rtmgr", rt.ric.rtmgr_rmr_port)
+    appmgr, rtmgr = platform_services(rt, sdl, ep.wh_send_to)
+    await rtmgr.start()
+    appmgr_app, rtmgr_app = platform_apps(rt, sdl, appmgr, rtmgr, ep)
+    bind = rt.ric.bind_address
     runners = [
-        await _serve_http([*appmgr.routes(), metrics], bind, rt.ric.appmgr_port, sdl, token),
-        await _serve_http(rtmgr.routes(), bind, rt.ric.rtmgr_rest_port, sdl, token),
+        await _serve_app(appmgr_app, bind, rt.ric.appmgr_port),
+        await _serve_app(rtmgr_app, bind, rt.ric.rtmgr_rest_port),
     ]
     log.info("appmgr-lite on :%d, rtmgr-lite on :%d", rt.ric.appmgr_port, rt.ric.rtmgr_rest_port)
     await stop.wait()
@@ -396,6 +439,17 @@ async def run_e2term(rt: RicRuntime, stop: asyncio.Event) -> None:
     await _close_sdl(sdl, watch)
 
 
+def submgr_app(rt: RicRuntime, sdl: Sdl, sm: Submgr, ep: Any) -> web.Application:
+    """submgr's HTTP application (``ep``: its RMR endpoint, for /metrics)."""
+    metrics = _metrics_route(
+        "octoric_submgr",
+        lambda: {
+            **_stats_dict(sm.stats, ep.counters, _sdl_stats(sdl)), "subscriptions": len(sm.subs)
+        },
+    )  # fmt: skip
+    return build_app([*sm.routes(), metrics], sdl, rt.api_token)
+
+
 async def run_submgr(rt: RicRuntime, stop: asyncio.Event) -> None:
     from octoric.ric import submgr as submgr_mod
     from octoric.ric.submgr import Submgr
@@ -420,14 +474,8 @@ async def run_submgr(rt: RicRuntime, stop: asyncio.Event) -> None:
 
     sm = Submgr(sdl, ep, route_hook)
     await sm.start()
-    metrics = _metrics_route(
-        "octoric_submgr",
-        lambda: {
-            **_stats_dict(sm.stats, ep.counters, _sdl_stats(sdl)), "subscriptions": len(sm.subs)
-        },
-    )  # fmt: skip
-    runner = await _serve_http(
-        [*sm.routes(), metrics], rt.ric.bind_address, rt.ric.submgr_rest_port, sdl, rt.api_token
+    runner = await _serve_app(
+        submgr_app(rt, sdl, sm, ep), rt.ric.bind_address, rt.ric.submgr_rest_port
     )
     await stop.wait()
     await sm.stop()
@@ -437,13 +485,27 @@ async def run_submgr(rt: RicRuntime, stop: asyncio.Event) -> None:
     await _close_sdl(sdl, watch)
 
 
+def a1_service(sdl: Sdl, ep: Any) -> A1Service:
+    """a1-lite sending its policy requests through the RMR endpoint ``ep``."""
+    from octoric.ric.a1 import A1Service
+
+    return A1Service(sdl, lambda mtype, payload, sub_id: ep.send(mtype, payload, sub_id=sub_id))
+
+
+def a1_app(rt: RicRuntime, sdl: Sdl, a1: A1Service, ep: Any) -> web.Application:
+    """a1's HTTP application (``ep``: its RMR endpoint, for /metrics)."""
+    metrics = _metrics_route(
+        "octoric_a1", lambda: _stats_dict(a1.counters, ep.counters, _sdl_stats(sdl))
+    )
+    return build_app([*a1.routes(), metrics], sdl, rt.api_token)
+
+
 async def run_a1(rt: RicRuntime, stop: asyncio.Event) -> None:
     from octoric.ric import a1 as a1_mod
-    from octoric.ric.a1 import A1Service
 
     sdl, watch = await _open_sdl(rt, "a1", [a1_mod.NS])
     ep = _endpoint(rt, "a1", rt.ric.a1_rmr_port)
-    a1 = A1Service(sdl, lambda mtype, payload, sub_id: ep.send(mtype, payload, sub_id=sub_id))
+    a1 = a1_service(sdl, ep)
 
     async def rmr_loop() -> None:
         while True:
@@ -455,12 +517,7 @@ async def run_a1(rt: RicRuntime, stop: asyncio.Event) -> None:
                 ep.release(msg)
 
     task = asyncio.create_task(rmr_loop())
-    metrics = _metrics_route(
-        "octoric_a1", lambda: _stats_dict(a1.counters, ep.counters, _sdl_stats(sdl))
-    )
-    runner = await _serve_http(
-        [*a1.routes(), metrics], rt.ric.bind_address, rt.ric.a1_rest_port, sdl, rt.api_token
-    )
+    runner = await _serve_app(a1_app(rt, sdl, a1, ep), rt.ric.bind_address, rt.ric.a1_rest_port)
     await stop.wait()
     task.cancel()
     await runner.cleanup()
@@ -479,8 +536,27 @@ def main(argv: list[str] | None = None) -> int:
     return serve(args.component, Path(args.state))
 
 
+# what a warm spare (octoric.spare) of each component imports before it waits
+PRELOAD = {
+    "e2term": ("octoric.ric.e2term", "octoric.ric.nodes", "octoric.ric.rmr_endpoint"),
+    "submgr": ("octoric.ric.submgr", "octoric.ric.rmr_endpoint"),
+    "a1": ("octoric.ric.a1", "octoric.ric.rmr_endpoint"),
+    "platform": ("octoric.ric.appmgr", "octoric.ric.rtmgr", "octoric.ric.rmr_endpoint"),
+}
+
+
+def _preload(component: str) -> None:
+    import importlib
+
+    for module in PRELOAD[component]:
+        importlib.import_module(module)
+
+
 def serve(component: str, state: Path) -> int:
+    from octoric.spare import wait_if_spare
+
     octolog.configure(f"ric-{component}")
+    wait_if_spare(lambda: _preload(component))
     if component == "e2term":  # on the indication path (octoric/realtime.py)
         realtime.apply_from_env("e2term")
     rt = RicRuntime.read(state)

@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from octoric.contracts import auth
 from octoric.fuzz_inputs import deep_json, junk_bytes, mutate_json, odd_path
 from octoric.xapps.base.http import HttpServer
@@ -129,7 +131,9 @@ def fuzz(
             rep.by_status[st] = rep.by_status.get(st, 0) + 1
             ok = 200 <= st < 500 or st == 503
             if ok and resp.stream is None and resp.content_type == "application/json" and resp.body:
-                json.loads(resp.body)
+                # orjson: strict RFC 8259 (json.loads would let NaN through) and ~5x faster on
+                # a 4096-flow listing, which was most of the fuzzer's own time
+                orjson.loads(resp.body)
             if not ok:
                 raise AssertionError(f"status {st}: {resp.body[:300]!r}")
         except Exception as e:

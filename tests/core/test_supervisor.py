@@ -182,3 +182,87 @@ def test_live_status_fits_an_80_column_terminal() -> None:
     plain = io.StringIO()
     StatusLine(plain, live=True, interval=0.0).show(["head", "a", "b"], force=True)
     assert plain.getvalue() == "head | a | b\n"
+
+
+SPARE_SCRIPT = """
+import os, pathlib, sys, time
+from octoric.spare import wait_if_spare
+log = pathlib.Path(sys.argv[1])
+def say(what):
+    with log.open("a") as f:
+        f.write(f"{what} {os.getpid()} {time.monotonic()}\\n")
+wait_if_spare(lambda: say("preloaded"))
+say("active")
+time.sleep(60)
+"""
+
+
+def _events(path: Path) -> list[tuple[str, int, float]]:
+    if not path.exists():
+        return []
+    return [
+        (w, int(p), float(t))
+        for w, p, t in (ln.split() for ln in path.read_text().split("\n") if ln)
+    ]
+
+
+async def _until(cond: Any, timeout: float = 15.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not cond():
+        assert loop.time() < end, "timed out"
+        await asyncio.sleep(0.02)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_restart_activates_a_warm_spare(tmp_path: Path) -> None:
+    """With ``spare=True`` a restart takes a process already past its imports (issue #17's
+    recovery time): the spare does its preload before the crash, only its activation after;
+    a spare never activated never runs its program; stop leaves no process behind; a spare
+    that died while waiting makes the next restart a cold one, not a failure."""
+    log = tmp_path / "events"
+    argv = [sys.executable, "-c", SPARE_SCRIPT, str(log)]
+
+    async def scenario() -> None:
+        child = ChildProcess("sp", argv, max_restarts=5, spare=True, spare_delay_s=0.2)
+        await child.start(_ctx(tmp_path, 60))
+        await _until(lambda: any(w == "active" for w, _, _ in _events(log)))
+        first = next(p for w, p, _ in _events(log) if w == "active")
+        assert int((tmp_path / "sp.pid").read_text()) == first
+        # the next spare: preloaded, waiting, not active
+        await _until(lambda: any(w == "preloaded" and p != first for w, p, _ in _events(log)))
+        spare = next(p for w, p, _ in _events(log) if w == "preloaded" and p != first)
+        await asyncio.sleep(0.3)
+        assert ("active", spare) not in {(w, p) for w, p, _ in _events(log)}
+        loop = asyncio.get_running_loop()
+        t_kill = loop.time()
+        os.kill(first, 9)
+        await _until(lambda: ("active", spare) in {(w, p) for w, p, _ in _events(log)})
+        t_active = next(t for w, p, t in _events(log) if (w, p) == ("active", spare))
+        t_pre = next(t for w, p, t in _events(log) if (w, p) == ("preloaded", spare))
+        assert t_pre < t_kill < t_active and t_active - t_kill < 1.0
+        assert child.spares_used == 1 and child.restarts == 1
+        assert int((tmp_path / "sp.pid").read_text()) == spare
+        # the spare after that dies while waiting: the next restart starts cold and works
+        await _until(lambda: len({p for w, p, _ in _events(log) if w == "preloaded"}) == 3)
+        third = [p for w, p, _ in _events(log) if w == "preloaded"][-1]
+        os.kill(third, 9)
+        await asyncio.sleep(0.1)
+        os.kill(spare, 9)
+        await _until(lambda: sum(w == "active" for w, _, _ in _events(log)) == 3)
+        assert child.spares_used == 1 and child.restarts == 2
+        live = int((tmp_path / "sp.pid").read_text())
+        await _until(lambda: child._spare is not None)
+        waiting = child._spare[0].pid if child._spare else 0
+        await child.stop()
+        assert not _alive(live) and not _alive(waiting)
+        assert child.report()["warm_spares_used"] == 1
+
+    asyncio.run(scenario())

@@ -16,7 +16,15 @@ pytestmark = pytest.mark.integration
 def test_loop_bench_closes_the_loop() -> None:
     case = lb.LoopCase("smoke-1x100@1ms", 1, 100, 1, flows_per_node=10)
     r = lb.measure(case, seconds=2.0, warmup_s=1.0)
-    assert {"config", "p50_us", "p99_us", "p999_us", "lost", "ue_samples_per_s"} <= set(r)
+    assert {
+        "config",
+        "p50_us",
+        "p99_us",
+        "p999_us",
+        "lost",
+        "ue_samples_per_s",
+        "sustained",
+    } <= set(r)
     assert r["config"] == "smoke-1x100@1ms"
     assert r["indications_sent"] == 3000
     assert r["lost"] == 0 and r["indications_processed"] == 3000 and r["shed"] == 0
@@ -51,3 +59,13 @@ def test_template_patches_only_sn_and_time_stamp() -> None:
         fastenc.encode_indication_header(ntp_timestamp(1_763_812_345.120)), msg, sn=4321,
     )  # fmt: skip
     assert got == want
+
+
+def test_sustained_means_no_loss_no_shedding_no_standing_queue() -> None:
+    """0 lost with a p99 of seconds kept up only by queueing: not sustained."""
+    assert lb.sustained(0, 0, 12_000.0)
+    assert lb.sustained(0, 0, lb.SUSTAINED_P99_US)
+    assert not lb.sustained(0, 0, 2_400_000.0)  # the 10 ms row's standing queue
+    assert not lb.sustained(1, 0, 1_000.0)
+    assert not lb.sustained(0, 3, 1_000.0)
+    assert not lb.sustained(0, 0, None)  # no latency sample: nothing shows it kept pace

@@ -18,7 +18,10 @@ def main(argv: list[str] | None = None) -> int:
     # an RMR message waits for the GIL behind any running thread (webhook deliveries, HTTP,
     # discovery) for up to the switch interval, 5 ms by default: the detection latency's tail
     sys.setswitchinterval(0.0005)
+    from octoric.spare import wait_if_spare
     from octoric.xapps.handover.xapp import HandoverXapp
+
+    wait_if_spare()  # a warm spare (octoric.spare) waits here, past its imports
 
     xapp = HandoverXapp(args.rmr_port, args.http_port, args.host)
     return run_forever("handover", xapp)

@@ -13,10 +13,22 @@ from octoric.contracts import ports
 from octoric.xapps.base.main import parse_args, run_forever
 
 
+def _preload() -> None:
+    from octoric.xapps.occ.xapp import warm_up_kernel
+
+    warm_up_kernel()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args("occ", ports.OCC_RMR, ports.OCC_HTTP, argv)
     octolog.configure("xapp-occ")
-    # Resume feedback first (light imports only), then load the engine and RMR.
+    # A warm spare (octoric.spare) imports everything and loads the kernel, then waits; a
+    # cold start resumes feedback first (light imports only), then loads the engine and RMR.
+    from octoric.spare import wait_if_spare
+
+    waited = wait_if_spare(_preload)
+    if waited:
+        logging.getLogger("xapps.occ").info("warm spare started after %.1f s of waiting", waited)
     from octoric.xapps.base.sdl import SdlStore
     from octoric.xapps.occ.feedback import FeedbackSender
     from octoric.xapps.occ.resume import resume_feedback

@@ -51,6 +51,7 @@ from octoric.xapps.base.shell import RmrMessage, XappShell
 from octoric.xapps.base.subscription import SubmgrClient, SubscriptionRequest
 from octoric.xapps.occ import messages, persist
 from octoric.xapps.occ.batch import AbwBatch
+from octoric.xapps.occ.config import OccConfig
 from octoric.xapps.occ.degraded import STANDARD, DegradedInputs
 from octoric.xapps.occ.engine import OccEngine
 from octoric.xapps.occ.errors import OccInputError
@@ -73,6 +74,18 @@ RX_MESSAGES = (mt.RIC_INDICATION, messages.HO_EVENT)
 TX_MESSAGES = (messages.ABW_REPORT,)
 NO_ROUTE_BACKOFF_S = 1.0  # a subscriber's new route is used within this
 KPM = "kpm"  # the one kind of subscription OCC holds per node
+
+
+def warm_up_kernel(config: OccConfig | None = None) -> None:
+    """Load the compiled kernel now, not on the first indication (a warm spare does it
+    before it waits: it needs no state)."""
+    import numpy as np
+
+    from octoric.xapps.occ.metrics import REQUIRED
+
+    e = OccEngine(config or OccXappConfig().occ_config())
+    one = np.ones((1, 2))
+    e.ingest(np.array([0]), 1, {m: one for m in REQUIRED})
 
 
 class OccXapp:
@@ -122,6 +135,7 @@ class OccXapp:
         self._lock = threading.Lock()  # latest
         # GET /occ/v1/flows: (feedback.version, ids, each flow's JSON), sorted by id
         self._flows_rendered: tuple[int, list[str], list[str]] | None = None
+        self._flow_json: dict[str, tuple[Flow, str]] = {}  # id -> the flow, its JSON
         self._dirty: set[int] = set()
         # the newest checkpoint not yet written: (UE ids, their state arrays, fingerprint)
         self._ckpt_out: tuple[list[int], dict[str, Any], str] | None = None
@@ -201,14 +215,7 @@ class OccXapp:
                 log.warning("deregistration failed: %s", e)
 
     def _warm_up(self) -> None:
-        """Load the compiled kernel now, not on the first indication."""
-        import numpy as np
-
-        from octoric.xapps.occ.metrics import REQUIRED
-
-        e = OccEngine(self.engine.config)
-        one = np.ones((1, 2))
-        e.ingest(np.array([0]), 1, {m: one for m in REQUIRED})
+        warm_up_kernel(self.engine.config)
 
     def restore(self) -> None:
         """Flows and UE records (unless ``resume`` ran already), engine checkpoints."""
@@ -556,8 +563,9 @@ class OccXapp:
 
     def _list_flows(self, req: Request) -> Response:
         """Every flow by id, or a page: ``?limit=N`` (1..4096) from after ``?after=ID``; a
-        ``Link: <...>; rel="next"`` header when more follow. The whole listing is kept
-        rendered until a flow is added or removed (a GET costs a copy, not 4096 encodes)."""
+        ``Link: <...>; rel="next"`` header when more follow. The listing is kept rendered
+        until a flow is added or removed, and then only that flow is encoded (a GET costs a
+        copy, not 4096 encodes)."""
         limit_s = (req.query.get("limit") or [str(MAX_FLOWS)])[-1]
         afters = req.query.get("after")
         after = afters[-1] if afters else None
@@ -567,8 +575,14 @@ class OccXapp:
         version = self.feedback.version
         cached = self._flows_rendered
         if cached is None or cached[0] != version:
-            flows = self.flows()
-            cached = (version, [f.id for f in flows], [json.dumps(f.to_json()) for f in flows])
+            # a flow is immutable: one added or removed re-renders none of the others
+            flows, memo = self.flows(), self._flow_json
+            self._flow_json = {
+                f.id: (f, hit[1] if (hit := memo.get(f.id)) and hit[0] is f
+                       else json.dumps(f.to_json()))
+                for f in flows
+            }  # fmt: skip
+            cached = (version, [f.id for f in flows], [self._flow_json[f.id][1] for f in flows])
             self._flows_rendered = cached
         _, ids, rendered = cached
         start = 0 if after is None else bisect.bisect_right(ids, after)

@@ -13,7 +13,10 @@ from octoric.xapps.base.main import parse_args, run_forever
 def main(argv: list[str] | None = None) -> int:
     args = parse_args("octopus", ports.OCTOPUS_RMR, ports.OCTOPUS_HTTP, argv)
     octolog.configure("xapp-octopus")
+    from octoric.spare import wait_if_spare
     from octoric.xapps.octopus.xapp import OctopusXapp
+
+    wait_if_spare()  # a warm spare (octoric.spare) waits here, past its imports
 
     xapp = OctopusXapp(args.rmr_port, args.http_port, args.host)
     return run_forever("octopus", xapp)

@@ -266,6 +266,14 @@ def test_flow_listing_pages_and_follows_changes() -> None:
         ["f1", "f3"],
         '</occ/v1/flows?limit=2&after=f3>; rel="next"',
     )
+    # the same id registered again with other facts: listed with the new ones, not the kept
+    assert http.dispatch("DELETE", "/occ/v1/flows/f3", b"", dict(hdr)).status == 204
+    body = {"id": "f3", "ue": 7777, "address": "127.0.0.1:19", "format": "json"}
+    assert (
+        http.dispatch("POST", "/occ/v1/flows", json.dumps(body).encode(), dict(hdr)).status == 201
+    )
+    listed = {f["id"]: f for f in json.loads(http.dispatch("GET", "/occ/v1/flows", b"", {}).body)}
+    assert (listed["f3"]["ue"], listed["f3"]["port"], listed["f1"]["ue"]) == (7777, 19, 1001)
     for bad in ("0", "-1", "x", "4097"):
         r = http.dispatch("GET", f"/occ/v1/flows?limit={bad}", b"", {})
         assert r.status == 400 and json.loads(r.body)["reason"] == "bad_limit", bad

@@ -161,9 +161,12 @@ def test_a1_policy_to_gnb_dropper_and_back(tmp_path: Path) -> None:
         # restart the xApp (kill -9; the supervisor restarts it): the same state comes back
         pid_file = json.loads((run_dir / "xapps.json").read_text())
         before = {p["id"]: p["state"] for p in _octopus(run_dir)["policies"]}
-        xpid = int(subprocess.check_output(["pgrep", "-f", "octoric.xapps.octopus"]).split()[0])
+        # the live process (the supervisor names it; its warm spare has the same command line)
+        live = run_dir / "xapp-octopus.pid"
+        xpid = int(live.read_text())
         os.kill(xpid, signal.SIGKILL)
         assert pid_file  # (the ports stay: the supervisor reuses them)
+        assert wait_until(lambda: int(live.read_text()) != xpid, 10), "not restarted"
 
         def back() -> bool:
             try:
