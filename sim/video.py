@@ -16,8 +16,10 @@ import numpy as np
 
 from octoric.contracts.octopus_header import OctopusHeader
 from octoric.sim.packets import Packet
+from octoric.sim.vbv_encoder import VbvEncoder
 
 SvcMode = Literal["none", "temporal", "spatial"]
+EncoderModel = Literal["lag", "x264"]
 
 
 @dataclass
@@ -31,6 +33,10 @@ class VideoConfig:
         100.0  # encoder output follows its target with this time constant (OCC: ~103 ms)
     )
     overshoot_std: float = 0.1  # per-frame size noise (log-normal sigma)
+    # "lag": output follows the target with lag_ms (VideoEncoder); "x264": one-pass ABR
+    # inside a VBV buffer of vbv_frames frames (vbv_encoder.VbvEncoder, OCC Fig. 15)
+    encoder: EncoderModel = "lag"
+    vbv_frames: float = 4.0
     svc: SvcMode = "none"
     spatial_cumulative: list[float] = field(default_factory=lambda: [0.2, 0.5, 1.0])
     mtu: int = 1200  # payload bytes per packet (Octopus header included when enabled)
@@ -155,7 +161,10 @@ class VideoSender:
         self.flow = flow
         self.stream_id = stream_id
         self.cfg = cfg
-        self.enc = VideoEncoder(cfg, rng, start_bps)
+        self.enc: VideoEncoder | VbvEncoder = (
+            VbvEncoder(cfg, rng, start_bps) if cfg.encoder == "x264"
+            else VideoEncoder(cfg, rng, start_bps)
+        )  # fmt: skip
         self.msgs = MessageTable()
         self.frames = FrameTable()
         self.seq = 0
