@@ -1,8 +1,10 @@
 """Video receiver: reassembles messages, decodes them when their references are decoded,
-and measures per-frame latency (encode -> decodable), stalls, bitrates and age of info."""
+and measures per-frame latency (encode -> decodable), per-packet one-way network latency
+(the pacer's send -> arrival), stalls, bitrates and age of info."""
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 
 from octoric.sim.packets import Packet
@@ -29,6 +31,9 @@ class VideoReceiver:
         self.decoded_us: list[int] = []  # -1 until decoded
         self.waiters: dict[int, list[int]] = {}
         self.frame_latency_ms: list[float] = []
+        # per media packet: left the sender's pacer -> arrived (the OCC paper's headline
+        # "network latency": the sender's own queue is not in it); float32, one per packet
+        self.net_latency_ms: array[float] = array("f")
         self.frame_decoded_at: list[tuple[int, int]] = []  # (frame, decode_us)
         self.aoi_ms: list[float] = []
         self.latest_frame = -1
@@ -54,7 +59,8 @@ class VideoReceiver:
         self.received_bytes += p.size
         m = p.msg
         if m < 0:
-            return
+            return  # probe padding: no media, not in the media packets' latency
+        self.net_latency_ms.append((now_us - p.send_us) / 1000.0)
         if m >= len(self.got):
             self._grow(m)
         self.got[m] += 1

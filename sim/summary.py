@@ -10,6 +10,7 @@ import csv
 import itertools
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,8 @@ def _r(x: float, nd: int = 3) -> float | None:
     return None if x is None or math.isnan(x) else round(float(x), nd)
 
 
-def _pct(values: list[float]) -> dict[str, float | None]:
-    if not values:
+def _pct(values: Sequence[float]) -> dict[str, float | None]:
+    if not len(values):
         return {"p50": None, "p95": None, "p99": None, "mean": None}
     a = np.asarray(values)
     return {
@@ -92,6 +93,7 @@ def build_summary(eng: Engine, wall_seconds: float) -> dict[str, Any]:
                 "frames_sent": len(snd.frames.enc_us),
                 "frames_decoded": len(lat),
                 "frame_latency_ms": _pct(lat),
+                "network_latency_ms": _pct(r.net_latency_ms),
                 "stall_rate": _r(sum(x > STALL_MS for x in lat) / len(lat), 4) if lat else None,
                 "valid_bitrate_kbps": _r(r.valid_bits / dur / 1000.0),
                 "frame_bitrate_kbps": _r(snd.sent_bytes * 8 / dur / 1000.0),
