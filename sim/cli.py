@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 from octoric.contracts import ports
@@ -89,6 +90,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     r.set_defaults(func=_cmd_run)
     ls = sub.add_parser("scenarios", help="list the built-in scenarios and schemes")
     ls.set_defaults(func=_cmd_list)
+    sch = sub.add_parser(
+        "schemes", help="every rate-control scheme: its module, what it follows, what it reads"
+    )
+    sch.add_argument("--json", action="store_true", help="one JSON list instead of a table")
+    sch.set_defaults(func=_cmd_schemes)
 
     def _help(args: argparse.Namespace) -> int:
         p.print_help()
@@ -102,6 +108,45 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
     print("scenarios:", ", ".join(BUILTIN), "(or a YAML file; see docs/sim.md)")
     print("schemes:  ", ", ".join(sorted(SCHEMES)))
+    return 0
+
+
+def scheme_table() -> list[dict[str, object]]:
+    """Each registered scheme: name, class, module file, the first paragraph of its
+    docstring (the paper or reference implementation it follows and its parameters), and
+    whether it reads receiver feedback or ABW reports."""
+    import inspect
+
+    from octoric.sim.cc import SCHEMES
+
+    out: list[dict[str, object]] = []
+    for name in sorted(SCHEMES):
+        factory = SCHEMES[name]
+        own = factory.__dict__.get("__doc__") if hasattr(factory, "__dict__") else None
+        doc = inspect.cleandoc(own) if isinstance(own, str) else ""  # not a base class's
+        module = inspect.getmodule(factory)
+        path = getattr(module, "__file__", "") or ""
+        out.append({
+            "name": name,
+            "class": getattr(factory, "__qualname__", repr(factory)),
+            "module": "sim/cc/" + path.rsplit("/", 1)[-1] if path else None,
+            "follows": " ".join(doc.split("\n\n", 1)[0].split()) or None,
+            "reads_feedback": bool(getattr(factory, "wants_feedback", False)),
+            "reads_abw": bool(getattr(factory, "wants_abw", False)),
+        })  # fmt: skip
+    return out
+
+
+def _cmd_schemes(args: argparse.Namespace) -> int:
+    rows = scheme_table()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        reads = [k for k, v in (("feedback", r["reads_feedback"]), ("ABW", r["reads_abw"])) if v]
+        print(f"{r['name']:<13} {r['module']}  reads: {', '.join(reads) or 'nothing'}")
+        print(textwrap.fill(str(r["follows"] or "(no description)"), 96,
+                            initial_indent="    ", subsequent_indent="    "))  # fmt: skip
     return 0
 
 

@@ -6,6 +6,9 @@ from octoric.sim.cc.base import RateController, SchemeContext, register_scheme
 
 
 class FixedRate(RateController):
+    """A constant target: the flow's ``rate_mbps`` (else its start rate), whatever the link
+    does; reads no feedback. The reference point that never adapts."""
+
     name = "fixed"
     wants_feedback = False
 

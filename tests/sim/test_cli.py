@@ -59,3 +59,24 @@ def test_walking_and_driving_profiles(
     sc.ues[0].channel.mcs = 5
     s = run_offline(sc, seed=4).summary
     assert 8 <= s["handover_stats"]["count"] <= 40
+
+
+def test_schemes_lists_every_scheme_with_what_it_follows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`octoric sim schemes`: every registered scheme with its module and its own
+    description (a new scheme without one fails here: the list is what users compare by)."""
+    from octoric.sim.cc import SCHEMES
+
+    assert main(["sim", "schemes", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in rows] == sorted(SCHEMES)
+    for r in rows:
+        assert r["module"] and Path(r["module"]).name.endswith(".py"), r
+        assert r["follows"] and len(r["follows"]) > 30, f"{r['name']} says nothing of itself"
+    by = {r["name"]: r for r in rows}
+    assert by["occ"]["reads_abw"] and not by["gcc"]["reads_abw"]
+    assert by["gcc"]["reads_feedback"] and not by["fixed"]["reads_feedback"]
+    assert "libwebrtc" in by["gcc"]["follows"]
+    assert main(["sim", "schemes"]) == 0
+    assert "sim/cc/gcc.py" in capsys.readouterr().out
