@@ -77,6 +77,7 @@ class FlowState:
     tail_dropped_pkts: int = 0
     harq_lost_pkts: int = 0
     wired_lost_pkts: int = 0
+    feedback_held: int = 0  # feedback intervals the UE could not send (detached)
     abw_bps: float | None = None
     phy_bps: float | None = None
     wire: bool = False  # Octopus headers travel as bytes and are parsed at the gNB
@@ -319,7 +320,10 @@ class Engine:
         elif kind == EV_FB_SEND:
             f = arg
             assert f.receiver is not None
-            self._push(t + f.ul_delay_us, EV_FB_RECV, (f, f.receiver.take_feedback()))
+            if f.spec.uplink_held_in_handover and self.ues[f.ue].cell < 0:
+                f.feedback_held += 1  # no uplink while detached: it keeps and goes later
+            else:
+                self._push(t + f.ul_delay_us, EV_FB_RECV, (f, f.receiver.take_feedback()))
             self._push(t + f.fb_us, EV_FB_SEND, f)
         elif kind == EV_FB_RECV:
             f, batch = arg

@@ -49,6 +49,9 @@ class FlowSpec:
     stop_s: float | None = None  # the sender stops generating frames here
     feedback_ms: float = 50.0  # receiver feedback interval
     uplink_ms: float = 5.0  # UE -> gNB air delay of feedback (added to the wired RTT/2)
+    # the UE's feedback waits while it is detached (handover interruption, link failure)
+    # and leaves when it is attached again: the delayed ACKs of ToN'22 §II-B
+    uplink_held_in_handover: bool = True
     video: VideoConfig = field(default_factory=VideoConfig)
     path: WiredPathConfig = field(default_factory=WiredPathConfig)
 

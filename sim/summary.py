@@ -103,6 +103,7 @@ def build_summary(eng: Engine, wall_seconds: float) -> dict[str, Any]:
                 "tail_dropped_packets": f.tail_dropped_pkts,
                 "harq_lost_packets": f.harq_lost_pkts,
                 "wired_lost_packets": f.wired_lost_pkts,
+                "feedback_held": f.feedback_held,
                 "undecodable_messages": r.undecodable_complete(),
             })  # fmt: skip
         flows.append(d)
