@@ -609,6 +609,10 @@ class RcControlStyle:
     header_format: int = 1
     message_format: int = 1
     outcome_format: int = 1
+    # the item's fields octoric does not interpret (ric-CallProcessIDFormat-Type,
+    # ran-ControlOutcomeParameters-List, extensions: srsRAN_Project sends the first two), as
+    # pycrate values, so a node's definition parses and re-encodes identically
+    other: dict[str, Any] | None = None
 
 
 def _named_params(items: list[dict[str, Any]] | None) -> tuple[tuple[int, str], ...]:
@@ -686,6 +690,7 @@ class RcRanFunctionDefinition:
                 ci["ric-ControlHeaderFormat-Type"] = c.header_format
                 ci["ric-ControlMessageFormat-Type"] = c.message_format
                 ci["ric-ControlOutcomeFormat-Type"] = c.outcome_format
+                ci.update(c.other or {})
                 citems.append(ci)
             v["ranFunctionDefinition-Control"] = {"ric-ControlStyle-List": citems}
         v.update(other)
@@ -730,8 +735,7 @@ class RcRanFunctionDefinition:
         if ctl is not None:
             styles = []
             for c in ctl["ric-ControlStyle-List"]:
-                if set(c) - _CONTROL_KEYS:
-                    raise ValueError("control style fields octoric does not model")
+                unmodelled = {k: x for k, x in c.items() if k not in _CONTROL_KEYS}
                 styles.append(
                     RcControlStyle(
                         int(c["ric-ControlStyle-Type"]),
@@ -747,6 +751,7 @@ class RcRanFunctionDefinition:
                         int(c["ric-ControlHeaderFormat-Type"]),
                         int(c["ric-ControlMessageFormat-Type"]),
                         int(c["ric-ControlOutcomeFormat-Type"]),
+                        unmodelled or None,
                     )
                 )
             cs = tuple(styles)

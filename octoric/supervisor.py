@@ -155,11 +155,15 @@ class ChildProcess:
             os.write(w, ACTIVATE)
         except OSError as e:  # the spare died while waiting: start cold
             log.warning("%s: spare (pid %d) gone (%s), starting a new one", self.name, proc.pid, e)
+            os.close(w)
             await _reap(proc)
             warm = False
             proc, w = await self._new_spare()
-            os.write(w, ACTIVATE)
-        finally:
+            try:
+                os.write(w, ACTIVATE)
+            finally:
+                os.close(w)
+        else:
             os.close(w)
         self.proc = proc
         self.spares_used += warm

@@ -22,7 +22,8 @@ readonly TAG=release_25_10
 readonly TAG_COMMIT=d2f4b70dda8e2c557d5b05a0ac5f92dbddda19bc
 readonly BRANCH=octoric/patches
 # The series' test executables and the ctest names of their tests (every GoogleTest suite is octoric_*).
-readonly TEST_TARGETS=(rlc_octopus_liboctopus_test rlc_um_octopus_test asn1_e2sm_rc_octoric_test e2sm_rc_octopus_test)
+readonly TEST_TARGETS=(rlc_octopus_liboctopus_test rlc_um_octopus_test asn1_e2sm_rc_octoric_test e2sm_rc_octopus_test
+  e2_indication_granularity_test e2sm_kpm_occ_test)
 readonly CTEST_REGEX='^octoric_'
 # srsRAN_Project's build dependencies (its README), with GoogleTest for the unit tests.
 readonly APT_PACKAGES=(cmake make gcc g++ pkg-config libfftw3-dev libmbedtls-dev libsctp-dev libyaml-cpp-dev
@@ -70,7 +71,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ ${#args[@]} -ge 1 && ${#args[@]} -le 2 ]] || usage
 src=$(cd "${args[0]}" 2>/dev/null && pwd) || die "no such directory: ${args[0]}"
-build=${args[1]:-$src/build-octoric}
+build=$(realpath -m "${args[1]:-$src/build-octoric}")
 export OCTORIC_PDU_OUT=${OCTORIC_PDU_OUT:-$build/octoric-pdus}
 
 mapfile -t patches < <(find "$patch_dir" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' | sort)
@@ -90,7 +91,10 @@ begin "checking $src"
 git -C "$src" rev-parse --git-dir >/dev/null 2>&1 || die "$src is not a git checkout"
 git -C "$src" cat-file -e "$TAG_COMMIT^{commit}" 2>/dev/null ||
   die "$src does not hold commit $TAG_COMMIT (tag $TAG); fetch the tag first"
-[[ -z $(git -C "$src" status --porcelain --untracked-files=normal) ]] ||
+# A build directory inside the checkout is not a local change.
+pathspec=(.)
+[[ $build == "$src"/* ]] && pathspec+=(":(exclude)${build#"$src"/}")
+[[ -z $(git -C "$src" status --porcelain --untracked-files=normal -- "${pathspec[@]}") ]] ||
   die "$src has local changes or untracked files; the series is applied to a clean tree only"
 head=$(git -C "$src" rev-parse HEAD)
 applied=0
@@ -175,7 +179,7 @@ targets=("${TEST_TARGETS[@]}")
 [[ $tests_only -eq 1 ]] || targets=(gnb "${targets[@]}")
 begin "building ${targets[*]} with $jobs jobs"
 cmake --build "$build" --parallel "$jobs" --target "${targets[@]}"
-end "build ${targets[*]}"
+end "build (${#targets[@]} targets)"
 
 # --- test ---------------------------------------------------------------------------------------------------------
 begin "running the series' unit tests (ctest -R '$CTEST_REGEX')"
