@@ -774,16 +774,21 @@ def run(n: int, seed: int, only: str | None = None,
                  "appmgr": ric.appmgr_port, "rtmgr": ric.rtmgr_rest_port}  # fmt: skip
         token = st.rt.api_token
         make_sentinels(ports, token)
-        for api in apis():
-            if only and api.name != only:
-                continue
-
-            def say(i: int, f: int, name: str = api.name) -> None:
-                if progress is not None:
-                    progress(name, i, f)
-
-            reports.append(fuzz(api, ports, token, n, seed, say))
+        for api in _selected(only):
+            reports.append(fuzz(api, ports, token, n, seed, _say(progress, api.name)))
     return reports
+
+
+def _selected(only: str | None) -> list[Api]:
+    return [a for a in apis() if not only or a.name == only]
+
+
+def _say(progress: Callable[[str, int, int], None] | None, name: str) -> Callable[[int, int], None]:
+    def say(i: int, f: int) -> None:
+        if progress is not None:
+            progress(name, i, f)
+
+    return say
 
 
 def _run_in_process(n: int, seed: int, only: str | None,
@@ -799,15 +804,9 @@ def _run_in_process(n: int, seed: int, only: str | None,
         InProcessRic(Path(d), redis.port) as ric,
     ):
         ric.run(ric.make_sentinels())
-        for api in apis():
-            if only and api.name != only:
-                continue
-
-            def say(i: int, f: int, name: str = api.name) -> None:
-                if progress is not None:
-                    progress(name, i, f)
-
+        for api in _selected(only):
             target = _InProcessTarget(api, ric)
+            say = _say(progress, api.name)
             reports.append(ric.run(_fuzz(api, target, ric.token, n, seed, say)))
     return reports
 
