@@ -169,7 +169,9 @@ class XappComponent:
         env.setdefault("OCTORIC_LOG_FORMAT", "json")
         argv = [sys.executable, "-m", self.spec.module,
                 "--rmr-port", str(self.rmr_port), "--http-port", str(self.http_port)]  # fmt: skip
-        self.child = ChildProcess(self.name, argv, env=env, max_restarts=5, spare=True)
+        self.child = ChildProcess(
+            self.name, argv, env=env, max_restarts=5, spare=ctx.config.warm_spares
+        )
         await self.child.start(ctx)
         self._poll = asyncio.create_task(self._poll_status())
 

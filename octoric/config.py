@@ -100,6 +100,9 @@ class RunConfig:
     sim: SimConfig = field(default_factory=SimConfig)
     xapps: XappsConfig = field(default_factory=XappsConfig)
     dashboard: DashboardConfig = field(default_factory=DashboardConfig)
+    # restart the xApps and e2term from a process already past its imports (octoric.spare):
+    # ~1 s less per restart, ~170 MB per xApp and ~90 MB for e2term
+    warm_spares: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

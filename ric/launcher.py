@@ -108,7 +108,7 @@ class RicComponent:
                 max_restarts=5,  # as Kubernetes restarts a platform pod; state is in Redis
                 # e2term is on the indication path (what it misses while it restarts is
                 # lost), so it restarts from a warm spare (octoric.spare)
-                spare=comp == "e2term",
+                spare=comp == "e2term" and ctx.config.warm_spares,
             )
             await child.start(ctx)
             self.children.append(child)
