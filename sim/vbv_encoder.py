@@ -35,20 +35,29 @@ quality-driven floor other than ``min_frame_bytes``), one reference, no B-frames
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from octoric.sim.video import VideoConfig
-
 MIN_FRAME_BYTES = 64
+
+
+class EncoderSettings(Protocol):
+    """What the model reads of ``video.VideoConfig`` (a protocol: video.py imports this
+    module, not the other way round)."""
+
+    fps: float
+    gop: int
+    complexity_std: float
+    complexity_corr_s: float
+    overshoot_std: float
+    vbv_frames: float
 
 
 class VbvEncoder:
     """Frame sizes under x264-like ABR + VBV. Same interface as ``video.VideoEncoder``."""
 
-    def __init__(self, cfg: VideoConfig, rng: np.random.Generator, start_bps: float) -> None:
+    def __init__(self, cfg: EncoderSettings, rng: np.random.Generator, start_bps: float) -> None:
         self.cfg = cfg
         self.rng = rng
         self.rate = start_bps  # the current target (what the VBV's max rate is set to)
