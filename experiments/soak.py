@@ -184,15 +184,16 @@ class Deployment:
             if int(stat.rsplit(")", 1)[1].split()[1]) != self.proc.pid:
                 continue
             name = _component_of([c.decode(errors="replace") for c in cmd])
-            if name and _has_spare(name) and int(pid_s) != self._live(name):
-                name += "-spare"
+            live = self._live(name) if name else 0
+            if live and int(pid_s) != live:  # the supervisor named another one live
+                name = f"{name}-spare"
             if name:
                 out[name] = int(pid_s)
         out["supervisor"] = self.proc.pid
         return out
 
     def _live(self, name: str) -> int:
-        child = f"xapp-{name}" if name == "occ" else f"ric-{name}"
+        child = {"occ": "xapp-occ", "redis": "redis"}.get(name, f"ric-{name}")
         try:
             return int((self.run_dir / f"{child}.pid").read_text())
         except (OSError, ValueError):
@@ -206,11 +207,6 @@ class Deployment:
                 return p
             time.sleep(0.05)
         raise RuntimeError(f"soak: no {name} process in the deployment")
-
-
-def _has_spare(name: str) -> bool:
-    """The components the supervisor keeps a warm spare of (``ChildProcess(spare=True)``)."""
-    return name in ("occ", "e2term")
 
 
 def _component_of(cmd: list[str]) -> str | None:

@@ -68,13 +68,11 @@ class VbvEncoder:
         self.cx_a = math.exp(-self.dt / max(cfg.complexity_corr_s, 1e-3))
         g = cfg.gop if cfg.gop > 0 else 10**9
         self.gop = g
-        self.norm = 1.0  # sizes are budgeted per frame, no GoP normalisation
         budget = start_bps * self.dt
         # both sums start as if the encoder had run at the start rate on average content
         self.wanted = budget / (1.0 - self.decay)
         self.cplx_sum = 1.0 / (1.0 - self.decay)
         self.fill = 0.9 * self.k * budget  # x264 starts the buffer 90 % full
-        self.frames = 0
 
     @property
     def buffer_bits(self) -> float:
@@ -102,5 +100,4 @@ class VbvEncoder:
         bits = min(bits, self.fill)  # VBV: never more than the buffer holds
         bits = max(bits, MIN_FRAME_BYTES * 8.0)
         self.fill = max(self.fill - bits, 0.0)
-        self.frames += 1
         return int(bits / 8.0)
