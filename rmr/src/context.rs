@@ -19,8 +19,13 @@ use crate::transport::{self, Conn, Kind, SendError};
 
 /// Receive queue bound (RMR's default ring is of this order); overflow drops and counts.
 pub const QUEUE_CAP: usize = 4096;
-/// After a failed connect, sends to that endpoint fail fast for this long.
+/// After a connect that failed slowly (timeout, unreachable host), sends to that endpoint fail
+/// fast for this long: a dead remote host must not stall every send for CONNECT_TIMEOUT.
 const CONNECT_BACKOFF: Duration = Duration::from_millis(100);
+/// After a refused connect (nothing listens; the answer is immediate) only this long: a peer
+/// that restarts gets messages within a millisecond of listening again, while a flood of sends
+/// to a dead port still costs at most ~1000 connect attempts a second.
+const REFUSED_BACKOFF: Duration = Duration::from_millis(1);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -73,7 +78,8 @@ struct Queue {
 #[derive(Debug, Default)]
 struct OutSlot {
     conn: Option<Arc<Conn>>,
-    failed_at: Option<Instant>,
+    /// When the last connect failed, and how long sends fail fast after it.
+    failed_at: Option<(Instant, Duration)>,
 }
 
 /// OCTORIC_RMR_RT_KEY (hex): route-table pushes must be signed with it (octoric's route
@@ -709,15 +715,15 @@ impl Ctx {
             }
             slot.conn = None;
         }
-        if let Some(t) = slot.failed_at {
-            if t.elapsed() < CONNECT_BACKOFF {
+        if let Some((t, backoff)) = slot.failed_at {
+            if t.elapsed() < backoff {
                 return Err(libc::ECONNREFUSED);
             }
         }
         let addrs: Vec<SocketAddr> = match ep.to_socket_addrs() {
             Ok(a) => a.collect(),
             Err(_) => {
-                slot.failed_at = Some(Instant::now());
+                slot.failed_at = Some((Instant::now(), CONNECT_BACKOFF));
                 return Err(libc::EHOSTUNREACH);
             }
         };
@@ -737,7 +743,12 @@ impl Ctx {
                 Err(e) => last = e.raw_os_error().unwrap_or(libc::ECONNREFUSED),
             }
         }
-        slot.failed_at = Some(Instant::now());
+        let backoff = if last == libc::ECONNREFUSED {
+            REFUSED_BACKOFF
+        } else {
+            CONNECT_BACKOFF
+        };
+        slot.failed_at = Some((Instant::now(), backoff));
         Err(last)
     }
 

@@ -285,6 +285,34 @@ fn reconnects_after_peer_restart() {
     tx.close();
 }
 
+/// A peer that restarts on the same port (an xApp after kill -9) gets the first message sent
+/// a few milliseconds after it listens again: a refused connect holds sends back for 1 ms, not
+/// the 100 ms a slow failure (timeout, unreachable host) does.
+#[test]
+fn restarted_listener_gets_messages_within_milliseconds() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let lp = l.local_addr().unwrap().port();
+    drop(l); // nothing listens: connects are refused
+    let tx = ctx(Some(seed(
+        "refused",
+        &format!("newrt|start\nrte|1|127.0.0.1:{lp}\nnewrt|end\n"),
+    )));
+    for _ in 0..3 {
+        let mut m = msg(1, -1, b"lost", &[b'x'; 32]);
+        assert!(!tx.send_routed(&mut m, None));
+        assert_eq!(m.state, RMR_ERR_SENDFAILED);
+    }
+    let l = TcpListener::bind(("127.0.0.1", lp)).unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    let mut m = msg(1, -1, b"first", &[b'x'; 32]);
+    assert!(tx.send_routed(&mut m, None), "state {}", m.state);
+    let (mut s, _) = l.accept().unwrap();
+    let mut got = vec![0u8; 50 + 284 + 5];
+    s.read_exact(&mut got).unwrap();
+    assert_eq!(&got[334..], b"first");
+    tx.close();
+}
+
 #[test]
 fn route_manager_push_installs_and_acks() {
     let ctl = {

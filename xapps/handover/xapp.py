@@ -132,12 +132,14 @@ class HandoverXapp:
         self._restore()
         self.notify.restore()
         self.shell.start_http()
-        threading.Thread(
-            target=self.node_subs.run, args=(self._stop,), name="discovery", daemon=True
-        ).start()
         threading.Thread(target=self._resender, name="resend", daemon=True).start()
         threading.Thread(target=self._persister, name="persist", daemon=True).start()
         self.shell.start_rmr({mt.RIC_INDICATION: self.on_indication}, inline=(mt.RIC_INDICATION,))
+        # subscriptions after RMR: one reported active is one whose indications this process
+        # receives (a handover reported between the two would be lost, unseen)
+        threading.Thread(
+            target=self.node_subs.run, args=(self._stop,), name="discovery", daemon=True
+        ).start()
         log.info("handover xApp up: RMR %d, HTTP %d", self.shell.rmr_port, self.shell.http_port)
 
     def stop(self) -> None:

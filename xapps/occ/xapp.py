@@ -185,9 +185,6 @@ class OccXapp:
             self.feedback.start_timer(self._stop)
         self._warm_up()
         threading.Thread(target=self._sdl_writer, name="sdl-writer", daemon=True).start()
-        threading.Thread(
-            target=self.node_subs.run, args=(self._stop,), name="discovery", daemon=True
-        ).start()
         # Both handlers run in RMR's receive thread (one thread hand-off less per indication;
         # both in one thread, so the engine sees them in order, as from one dispatch thread).
         # While one runs, RMR's ring holds what arrives and TCP pushes back to e2term.
@@ -200,6 +197,10 @@ class OccXapp:
             {RIC_INDICATION: self.on_indication, messages.HO_EVENT: self.on_ho_event},
             inline=inline,
         )
+        # subscriptions after RMR: one reported active is one whose indications arrive
+        threading.Thread(
+            target=self.node_subs.run, args=(self._stop,), name="discovery", daemon=True
+        ).start()
         log.info("occ xApp up: RMR %d, HTTP %d", self.shell.rmr_port, self.shell.http_port)
 
     def stop(self) -> None:

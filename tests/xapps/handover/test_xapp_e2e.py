@@ -338,7 +338,14 @@ def test_kill_9_restarts_from_sdl(env: Env) -> None:
     assert st["detector"]["restored"] >= 3, st["detector"]  # UEs 102, 103, 104 (RC-reported)
     assert [t["ue"] for t in st["in_handover"]] == [102]
     env.rc_b.handover(102, 2, CELL_B, CELL_A)
-    evs = wait_until(lambda: len(e := env.probe.events(102)) == 2 and e, 10, "the complete")
+    try:
+        evs = wait_until(lambda: len(e := env.probe.events(102)) == 2 and e, 10, "the complete")
+    except AssertionError:
+        raise AssertionError(
+            f"no complete; rc_b sent {env.rc_b.sent}, queued {len(env.rc_b.queue)}; "
+            f"node B subs {list(env.node_b.subs)} stats {env.node_b.stats}; "
+            f"status {json.dumps(env.ho.status())[:4000]}\nlog {env.ho.log()}"
+        ) from None
     assert evs[1]["event"] == "complete" and evs[1]["source_meid"] == env.node_a.meid
     assert evs[1]["started_ms"] == evs[0]["t_ms"]  # the start before the kill
     assert env.ho.status()["detector"].get("ends_without_start", 0) == 0
