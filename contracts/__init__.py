@@ -13,4 +13,5 @@ it without pulling in the rest of octoric.
 | ``ho_event`` | the 30501 OCTORIC_HO_EVENT payload |
 | ``schemas`` | JSON schemas: 30500, 30501, 30502, A1 policy type 30500 |
 | ``octopus_header`` | the Octopus packet header codec and its shared test vectors |
+| ``ue_key`` | the UE key by which xApps, messages, REST APIs and A1 policies name a UE |
 """

@@ -109,7 +109,7 @@ def _parse_json(data: bytes) -> Feedback:
         raise FeedbackFormatError("JSON feedback must be an object")
     ue, fb, ts = obj.get("ue"), obj.get("fallback", False), obj.get("ts")
     if not isinstance(ue, int) or isinstance(ue, bool) or ue < 0:
-        raise FeedbackFormatError("JSON feedback: 'ue' must be an AMF-UE-NGAP-ID (integer >= 0)")
+        raise FeedbackFormatError("JSON feedback: 'ue' must be a UE key (integer >= 0)")
     if not isinstance(fb, bool):
         raise FeedbackFormatError("JSON feedback: 'fallback' must be true or false")
     # while the xApp says fallback the target carries no meaning and may be left out

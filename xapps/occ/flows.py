@@ -13,6 +13,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from octoric.contracts import ue_key
 from octoric.xapps.base.errors import RestError
 from octoric.xapps.occ.records import guami_str
 
@@ -23,7 +24,6 @@ _ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
 _GUAMI = re.compile(r"^([0-9a-fA-F]{6}):(\d{1,3}):(\d{1,4}):(\d{1,2})$")
 _KEYS = {"id", "ue", "guami", "address", "format", "ssrcs", "sender_ssrc"}
-MAX_UE_ID = (1 << 40) - 1  # AMF-UE-NGAP-ID is 0..2^40-1
 # registered flows at most: a few per UE of the cells one xApp serves; past it a registration
 # is refused (409), so a client that never deletes cannot grow the xApp without bound (#17)
 MAX_FLOWS = 4096
@@ -98,8 +98,12 @@ def parse_flow(body: Any, flow_id: str | None = None) -> Flow:
     if not isinstance(fid, str) or not _ID.match(fid):
         raise _bad("id", "must be 1-64 characters of A-Z a-z 0-9 _ . -")
     ue = body.get("ue")
-    if not isinstance(ue, int) or isinstance(ue, bool) or not 0 <= ue <= MAX_UE_ID:
-        raise _bad("ue", f"must be the UE's AMF-UE-NGAP-ID (integer 0..2^40-1), got {ue!r}")
+    if not ue_key.is_ue_key(ue):
+        raise _bad(
+            "ue",
+            "must be the UE's key: its AMF-UE-NGAP-ID (0..2^40-1), or for a UE a DU reports "
+            f"by F1AP ID the key GET /occ/v1/ues lists, got {ue!r}",
+        )
     guami = body.get("guami")
     if guami is not None and (not isinstance(guami, str) or not _GUAMI.match(guami)):
         raise _bad("guami", f"must be '<PLMN hex>:<region>:<set>:<pointer>', got {guami!r}")

@@ -4,8 +4,10 @@ metric -> (n_ue, n_granule) arrays.
 Faults are ``IndicationError`` with a stable ``reason`` (the counter key): ``undecodable``
 (E2AP or E2SM-KPM bytes), ``not_kpm`` (another RAN function), ``not_ue_level`` (format 1/2:
 no per-UE reports), ``granularity`` (not 1 ms), ``missing_metric``, ``empty``. Rows of UEs the
-engine cannot key (no AMF-UE-NGAP-ID: gNB-DU-UEID or other UEID kinds) are dropped and
-counted as ``unknown_ue``; an indication with none left is rejected with that reason.
+engine cannot key are dropped and counted as ``unknown_ue``; an indication with none left is
+rejected with that reason. A UEID-GNB row is keyed by its AMF-UE-NGAP-ID, a UEID-GNB-DU row
+(srsRAN's DU) by the node and its gNB-CU-UE-F1AP-ID (``contracts.ue_key``); other kinds, or
+a UEID-GNB without the AMF's ID, cannot be keyed.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from octoric.contracts import ue_key
 from octoric.e2sm import kpm
 from octoric.e2sm.e2ap import RicIndication
 from octoric.e2sm.errors import E2smError
@@ -64,11 +67,13 @@ def engine_input(
     granularity_ms: int = 1,
     degraded: DegradedInputs | None = None,
     version: KpmVersion | None = None,
+    meid: str = "",
 ) -> EngineInput:
     """``degraded``: when the indication has none of OCC's vendor measurements but has the
     standard ones, estimate the former (OCC's degraded mode, ``degraded.py``) instead of
     rejecting it. ``version``: the node's E2SM-KPM version where known (it decides how a
     header with optional fields is read; the usual header of every version is read directly).
+    ``meid``: the reporting node, part of the key of a UE it names by gNB-DU-UEID only.
 
     PDU bytes go through the native decoder's whole-PDU path when it is built and the PDU is
     the usual one (``native.decode_ric_indication``); any other goes through the envelope
@@ -79,7 +84,9 @@ def engine_input(
             nind, cols = fused
             if nind.ran_function_id != kpm.RAN_FUNCTION_ID:
                 raise _not_kpm(nind.ran_function_id)
-            return _from_columns(nind.sn, nind.ran_function_id, cols, granularity_ms, degraded)
+            return _from_columns(
+                nind.sn, nind.ran_function_id, cols, granularity_ms, degraded, meid
+            )
     ind = pdu if isinstance(pdu, RicIndication) else decode_indication(pdu)
     if ind.ran_function_id != kpm.RAN_FUNCTION_ID:
         raise _not_kpm(ind.ran_function_id)
@@ -89,7 +96,7 @@ def engine_input(
         raise IndicationError("undecodable", str(e)) from None
     except (ValueError, TypeError, IndexError, KeyError) as e:  # decoder edge cases
         raise IndicationError("undecodable", f"{type(e).__name__}: {e}") from None
-    return _from_columns(ind.sn, ind.ran_function_id, cols, granularity_ms, degraded)
+    return _from_columns(ind.sn, ind.ran_function_id, cols, granularity_ms, degraded, meid)
 
 
 def _not_kpm(ran_function_id: int) -> IndicationError:
@@ -113,6 +120,7 @@ def _from_columns(
     cols: KpmColumns,
     granularity_ms: int,
     degraded: DegradedInputs | None,
+    meid: str,
 ) -> EngineInput:
     if cols.ue_ids == [None] or not cols.ue_ids:
         raise IndicationError("not_ue_level", "no per-UE reports (KPM format 3 expected)")
@@ -136,13 +144,14 @@ def _from_columns(
     )
     if missing and not estimate:
         raise IndicationError("missing_metric", f"missing measurements {missing}")
-    keep, ids, guamis = _ue_rows(cols.ue_ids)
+    keep, ids, guamis = _ue_rows(cols.ue_ids, meid)
     dropped = {}
     if len(keep) < len(cols.ue_ids):
         dropped["unknown_ue"] = len(cols.ue_ids) - len(keep)
     if not len(keep):
         raise IndicationError(
-            "unknown_ue", "no UE carries an AMF-UE-NGAP-ID (UEID-GNB); cannot key any UE"
+            "unknown_ue",
+            "no UE carries an AMF-UE-NGAP-ID (UEID-GNB) or a gNB-CU-UE-F1AP-ID (UEID-GNB-DU)",
         )
     names = [n for n in (*M.REQUIRED, M.PRB_TOTAL, *(STANDARD if estimate else ()))
              if n in cols.metrics]  # fmt: skip
@@ -166,31 +175,38 @@ def _from_columns(
     )
 
 
-# UE lists the decoder handed out, by identity (it hands out the same list for the same UEs,
-# report after report): (that list, rows kept, their AMF-UE-NGAP-IDs, their GUAMIs)
+# UE lists the decoder handed out, by identity and node (it hands out the same list for the
+# same UEs, report after report, and two DUs may report the same F1AP IDs): (that list, rows
+# kept, their UE keys, their GUAMIs)
 _Rows = tuple[npt.NDArray[np.intp], npt.NDArray[np.int64], list[str | None]]
-_UE_ROWS: dict[int, tuple[list[Any], _Rows]] = {}
+_UE_ROWS: dict[tuple[int, str], tuple[list[Any], _Rows]] = {}
 
 
-def _ue_rows(ues: list[Any]) -> _Rows:
-    """The rows with an AMF-UE-NGAP-ID (gNB-UEID), their ids and GUAMIs; the per-UE loop
-    runs once per UE list the decoder returns."""
-    hit = _UE_ROWS.get(id(ues))
+def _ue_rows(ues: list[Any], meid: str) -> _Rows:
+    """The rows that can be keyed, their UE keys (``contracts.ue_key``) and GUAMIs (None for
+    a DU's UE); the per-UE loop runs once per UE list the decoder returns."""
+    hit = _UE_ROWS.get((id(ues), meid))
     if hit is not None and hit[0] is ues:
         return hit[1]
     keep = []
     ids = []
     guamis: list[str | None] = []
     for i, u in enumerate(ues):
-        if u is None or u.kind != "gNB-UEID" or u.amf_ue_ngap_id is None:
+        if u is None:
+            continue
+        if u.kind == "gNB-UEID" and u.amf_ue_ngap_id is not None:
+            ids.append(u.amf_ue_ngap_id)
+            guamis.append(guami_str(u.guami))
+        elif u.kind == "gNB-DU-UEID" and len(u.f1ap_ids) == 1:
+            ids.append(ue_key.du_key(meid, u.f1ap_ids[0]))
+            guamis.append(None)
+        else:
             continue
         keep.append(i)
-        ids.append(u.amf_ue_ngap_id)
-        guamis.append(guami_str(u.guami))
     out = (np.asarray(keep, dtype=np.intp), np.asarray(ids, dtype=np.int64), guamis)
     if len(_UE_ROWS) >= 256:
         _UE_ROWS.clear()
-    _UE_ROWS[id(ues)] = (ues, out)  # the list is held, so its id is not reused meanwhile
+    _UE_ROWS[(id(ues), meid)] = (ues, out)  # the list is held: its id is not reused meanwhile
     return out
 
 

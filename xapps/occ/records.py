@@ -14,7 +14,9 @@ __all__ = ["CKPT", "FLOW", "SUB", "UE", "UeRecord", "guami_str"]
 
 @dataclass
 class UeRecord:
-    """A UE's latest OCC estimate (rates bit/s), as ``GET /occ/v1/ues`` and the SDL hold it."""
+    """A UE's latest OCC estimate (rates bit/s), as ``GET /occ/v1/ues`` and the SDL hold it.
+    ``ue`` is the UE key (``contracts.ue_key``); ``guami`` is None for a UE keyed by its DU
+    (its F1AP ID is the key's low 32 bits, its node ``meid``)."""
 
     ue: int
     guami: str | None

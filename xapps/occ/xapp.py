@@ -266,6 +266,7 @@ class OccXapp:
                 self.cfg.granularity_ms,
                 self.degraded if self.cfg.degraded_mode else None,
                 version,
+                msg.meid,
             )
         except IndicationError as e:
             self._reject(e.reason, str(e), msg.meid)
@@ -597,7 +598,7 @@ class OccXapp:
     def _get_ue(self, req: Request) -> Response:
         ue_s = req.params["ue"]
         if not ue_s.isdigit():
-            raise RestError(400, "bad_ue", f"UE id must be an AMF-UE-NGAP-ID, got {ue_s!r}")
+            raise RestError(400, "bad_ue", f"UE id must be a UE key (an integer), got {ue_s!r}")
         with self._lock:
             self._materialize()
             rec = self._latest.get(int(ue_s))

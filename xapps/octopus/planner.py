@@ -1,8 +1,9 @@
 """Policies -> per-target controls and a verdict per policy (pure: no I/O, no clock).
 
-A *target* is (meid, UE, DRB). A policy names UEs (AMF-UE-NGAP-IDs), DRBs and optionally nodes;
-without nodes it goes to every connected node offering E2SM-RC, and a UE counts as enforced
-where one node acknowledged it (the others answer that they do not serve the UE). Two live
+A *target* is (meid, UE, DRB). A policy names UEs (UE keys, ``contracts.ue_key``), DRBs and
+optionally nodes; without nodes it goes to every connected node offering E2SM-RC, and a UE
+counts as enforced where one node acknowledged it (the others answer that they do not serve
+the UE). A UE keyed by its DU's F1AP ID goes to that DU only. Two live
 policies that cover the same UE and DRB on a common node with different settings conflict: the
 later one is refused.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from octoric.contracts import ue_key
 from octoric.contracts.octopus_policy import DropCounters, DropPolicy
 
 PENDING, ENFORCED, NOT_ENFORCED, REMOVED = "pending", "enforced", "not_enforced", "removed"
@@ -46,7 +48,8 @@ def unsupported(policy: DropPolicy) -> str | None:
     if not policy.ues:
         return (
             "scope.ues is required: no gNB tells the xApp which UEs it serves "
-            "(E2SM-RC has no UE list), so name the AMF-UE-NGAP-IDs"
+            "(E2SM-RC has no UE list), so name the UE keys (AMF-UE-NGAP-IDs, or the keys "
+            "the OCC xApp lists for UEs a DU names by F1AP ID)"
         )
     if policy.slices:
         return (
@@ -75,9 +78,11 @@ def conflict(new: PolicyState, others: list[PolicyState]) -> str | None:
 
 
 def targets(policy: DropPolicy, rc_nodes: list[str]) -> list[Target]:
-    """Where the policy goes: its nodes (or every RC node) x UEs x DRBs."""
+    """Where the policy goes: its nodes (or every RC node) x UEs x DRBs; a DU's UE key only
+    to its DU."""
     meids = list(policy.meids) or rc_nodes
-    return [Target(m, ue, drb) for m in meids for ue in policy.ues for drb in policy.drb_ids]
+    return [Target(m, ue, drb) for m in meids for ue in policy.ues for drb in policy.drb_ids
+            if ue_key.on_node(ue, m)]  # fmt: skip
 
 
 def verdict(p: PolicyState) -> tuple[str, str | None]:
@@ -88,9 +93,13 @@ def verdict(p: PolicyState) -> tuple[str, str | None]:
     by_ue: dict[tuple[int, int], list[tuple[Target, TargetState]]] = {}
     for t, s in p.targets.items():
         by_ue.setdefault((t.ue, t.drb), []).append((t, s))
-    if not by_ue:
+    if not by_ue and not any(ue_key.du_parts(ue) for ue in p.policy.ues):
         return NOT_ENFORCED, "no node to send it to (no connected E2 node offers E2SM-RC)"
-    missing: list[str] = []
+    missing = [  # a DU's UE key whose DU is not connected (or not among the policy's nodes)
+        f"UE {ue}: its DU is not among the connected E2SM-RC nodes the policy names"
+        for ue in p.policy.ues
+        if not any((ue, drb) in by_ue for drb in p.policy.drb_ids)
+    ]
     pending = False
     for (ue, drb), items in sorted(by_ue.items()):
         if any(s.state == ENFORCED for _, s in items):

@@ -31,6 +31,7 @@ import jsonschema
 
 from octoric.contracts import message_types as mt
 from octoric.contracts import rc as R
+from octoric.contracts import ue_key
 from octoric.contracts.octopus_policy import (
     DropCounters,
     DropPolicy,
@@ -70,6 +71,15 @@ REQUESTOR = OCTOPUS_POLICY_TYPE_ID  # RIC requestor ID (0..65535) of this xApp's
 
 def unix_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def control_ue_id(key: int, guami: Guami) -> UeId:
+    """How a control names the UE of ``key``: by AMF-UE-NGAP-ID with ``guami``, or for a UE its
+    DU reported by F1AP ID only, by that ID (UEID-GNB-DU, what srsRAN's DU resolves)."""
+    du = ue_key.du_parts(key)
+    if du is not None:
+        return UeId("gNB-DU-UEID", f1ap_ids=(du[1],))
+    return UeId.gnb(key, guami)
 
 
 class OctopusXapp:
@@ -246,7 +256,7 @@ class OctopusXapp:
             bitrate_window_ms=p.bitrate_window_ms, drop_by_message=p.drop_by_message,
             drop_by_bitrate=p.drop_by_bitrate, protect_in_flight=p.protect_in_flight,
         )  # fmt: skip
-        header, message = rc.octopus_control(UeId.gnb(t.ue, self._guami()), adapt)
+        header, message = rc.octopus_control(control_ue_id(t.ue, self._guami()), adapt)
         instance = self._next_instance
         self._next_instance = self._next_instance % 65535 + 1
         req = e2ap.RicControlRequest(

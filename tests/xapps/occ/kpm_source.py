@@ -32,8 +32,10 @@ def _report(
 
 def encode_period(
     ue_ids: list[int], records: list[dict[str, Any]], granularity: int = 1,
-    names: tuple[str, ...] = NAMES, du_ue: bool = False,
+    names: tuple[str, ...] = NAMES, ue_kind: str = "gNB-UEID",
 ) -> bytes:  # fmt: skip
+    """``ue_kind``: how the UEs are named: gNB-UEID (AMF-UE-NGAP-ID and GUAMI), gNB-DU-UEID
+    (the ids are F1AP IDs) or gNB-CU-UP-UEID (E1AP IDs: a kind the OCC xApp cannot key)."""
     reports = []
     for u, ue in enumerate(ue_ids):
         rows = []
@@ -51,15 +53,21 @@ def encode_period(
                 "DRB.UEThpDl": float(thp),
             }
             rows.append([full[n] for n in names])
-        uid = UeId("gNB-DU-UEID", f1ap_ids=(ue,)) if du_ue else UeId.gnb(ue, GUAMI)
+        if ue_kind == "gNB-DU-UEID":
+            uid = UeId(ue_kind, f1ap_ids=(ue,))
+        elif ue_kind == "gNB-CU-UP-UEID":
+            uid = UeId(ue_kind, other={"gNB-CU-CP-UE-E1AP-ID": ue})
+        else:
+            uid = UeId.gnb(ue, GUAMI)
         reports.append(_report(uid, rows, granularity, names))
     return kpm.encode_kpm(kpm.KpmIndicationMessage(kpm.IndicationFormat3(tuple(reports))))
 
 
 class OccIndications:
     def __init__(
-        self, ue_ids: list[int], period_ms: int = 10, pool_periods: int = 8, seed: int = 1
-    ) -> None:
+        self, ue_ids: list[int], period_ms: int = 10, pool_periods: int = 8, seed: int = 1,
+        ue_kind: str = "gNB-UEID",
+    ) -> None:  # fmt: skip
         rng = np.random.default_rng(seed)
         n = len(ue_ids)
         self.ue_ids, self.period_ms = ue_ids, period_ms
@@ -71,7 +79,7 @@ class OccIndications:
             arrived = np.where((t + 7 * np.arange(n)) % 40 == 0, frame_bytes, 0.0)
             records.append(cell.step(arrived, bits * rng.uniform(0.97, 1.03, n)))
         self.pool = [
-            encode_period(ue_ids, records[i * period_ms : (i + 1) * period_ms])
+            encode_period(ue_ids, records[i * period_ms : (i + 1) * period_ms], ue_kind=ue_kind)
             for i in range(pool_periods)
         ]
         one = records[:period_ms]
@@ -80,7 +88,7 @@ class OccIndications:
                 ue_ids, one, names=tuple(x for x in NAMES if x != M.BITS_PER_PRB)
             ),
             "granularity": encode_period(ue_ids, one, granularity=10),
-            "unknown_ue": encode_period(ue_ids, one, du_ue=True),
+            "unknown_ue": encode_period(ue_ids, one, ue_kind="gNB-CU-UP-UEID"),
         }
         self.mode: str | None = None
         self.bad_left = 0

@@ -277,3 +277,37 @@ def test_flow_listing_pages_and_follows_changes() -> None:
     for bad in ("0", "-1", "x", "4097"):
         r = http.dispatch("GET", f"/occ/v1/flows?limit={bad}", b"", {})
         assert r.status == 400 and json.loads(r.body)["reason"] == "bad_limit", bad
+
+
+def test_ues_of_two_dus_named_by_f1ap_id(xapp: OccXapp) -> None:
+    """Two srsRAN-like DUs name their UEs by gNB-CU-UE-F1AP-ID only, both UE 0 and 1: four
+    UEs, each keyed by its node (contracts.ue_key), listed with that node; a flow registered
+    with one of those keys gets that UE's feedback."""
+    import json
+
+    from octoric.contracts import auth, ue_key
+    from octoric.contracts.feedback import FeedbackListener
+
+    src = OccIndications([0, 1], pool_periods=4, ue_kind="gNB-DU-UEID")
+    xapp.shell.http.token = "t" * 32
+    xapp.shell._ready.set()
+    lst = FeedbackListener()
+    key = ue_key.du_key("du_b", 1)
+    flow = {"id": "du", "ue": key, "address": f"127.0.0.1:{lst.address[1]}", "format": "json"}
+    made = xapp.shell.http.dispatch(
+        "POST", "/occ/v1/flows", json.dumps(flow).encode(), auth.bearer("t" * 32)
+    )
+    assert made.status == 201, made.body
+    try:
+        for sn in range(20):
+            for meid in ("du_a", "du_b"):
+                h, m = src(_Sub, sn)
+                pdu = e2ap.encode_e2ap(e2ap.RicIndication(_Sub.request_id, 2, 1, h, m, sn=sn))
+                xapp.on_indication(RmrMessage(12050, 5, meid, pdu))
+        want = {ue_key.du_key(n, i): n for n in ("du_a", "du_b") for i in (0, 1)}
+        assert {k: r.meid for k, r in xapp.latest.items()} == want
+        assert xapp.latest[key].guami is None and xapp.rejected == {}
+        fb = lst.get(5)
+        assert fb is not None and fb.ue == key and fb.target_bps > 0
+    finally:
+        lst.close()

@@ -12,6 +12,7 @@ import jsonschema
 import numpy as np
 import pytest
 
+from octoric.contracts import ue_key
 from octoric.contracts.ho_event import HoEvent, HoEventError, parse_ho_event
 from octoric.contracts.schemas import load as load_schema
 from octoric.e2sm import e2ap
@@ -60,7 +61,7 @@ def test_flow_parse_ok_and_round_trip() -> None:
         ([], "bad_flow_body"),
         ({"ue": 1, "address": "h:1", "format": "json", "x": 1}, "bad_flow_body"),
         ({"ue": True, "address": "h:1", "format": "json"}, "bad_flow_ue"),
-        ({"ue": 2**40, "address": "h:1", "format": "json"}, "bad_flow_ue"),
+        ({"ue": ue_key.UE_KEY_MAX + 1, "address": "h:1", "format": "json"}, "bad_flow_ue"),
         ({"ue": 1, "address": "h", "format": "json"}, "bad_flow_address"),
         ({"ue": 1, "address": "bad host!:1", "format": "json"}, "bad_flow_address"),
         ({"ue": 1, "address": "h:0", "format": "json"}, "bad_flow_address"),
@@ -170,6 +171,23 @@ def test_engine_input_and_rejections() -> None:
     with pytest.raises(IndicationError) as e:
         engine_input(_pdu(h, m, 0, ranf=3))
     assert e.value.reason == "not_kpm"
+
+
+def test_ues_a_du_names_by_f1ap_id_are_keyed_by_node() -> None:
+    """srsRAN's DU names UEs by gNB-CU-UE-F1AP-ID only (UEID-GNB-DU): each row gets the key
+    of its node and F1AP ID, so two DUs' UE 0 are two UEs, and a flow can name that key."""
+    header, msg = OccIndications([0, 1], ue_kind="gNB-DU-UEID")(_Sub, 0)
+    a = engine_input(_pdu(header, msg, 0), meid="gnb_001_001_00019b")
+    b = engine_input(_pdu(header, msg, 0), meid="gnb_001_001_00019c")
+    assert a.ue_ids.tolist() == [ue_key.du_key("gnb_001_001_00019b", i) for i in (0, 1)]
+    assert set(a.ue_ids.tolist()).isdisjoint(b.ue_ids.tolist()) and a.guamis == [None, None]
+    assert not a.dropped and min(a.ue_ids.tolist()) > ue_key.AMF_UE_NGAP_ID_MAX
+    assert ue_key.du_parts(int(a.ue_ids[1])) == (ue_key.tag("gnb_001_001_00019b"), 1)
+    assert ue_key.on_node(int(a.ue_ids[1]), "gnb_001_001_00019b")
+    assert not ue_key.on_node(int(a.ue_ids[1]), "gnb_001_001_00019c")
+    flow = parse_flow({"ue": int(a.ue_ids[1]), "address": "h:1", "format": "json"})
+    assert flow.ue == int(a.ue_ids[1])
+    assert max(ue_key.du_key(m, ue_key.F1AP_ID_MAX) for m in ("a", "b", "c")) < 2**53
 
 
 def test_checkpoint_resume_is_exact() -> None:

@@ -66,3 +66,31 @@ def test_targets_and_verdict() -> None:
         and "n2: timeout" in (why or "")
     )
     assert planner.targets(pol(scope={"ues": [5], "meids": ["z"]}), ["n1"]) == [Target("z", 5, 1)]
+
+
+def test_a_du_s_ue_key_goes_to_its_du_only() -> None:
+    """A UE srsRAN's DU names by F1AP ID only is keyed by that DU (contracts.ue_key): the
+    policy goes to that DU, whose control names the UE by UEID-GNB-DU; a key whose DU is not
+    connected is reported, not silently skipped."""
+    from octoric.contracts import ue_key
+    from octoric.e2sm import rc
+    from octoric.e2sm.common import Guami
+    from octoric.xapps.octopus.xapp import control_ue_id
+
+    du_ue = ue_key.du_key("du1", 5)
+    p = PolicyState("a", pol(scope={"ues": [7, du_ue]}), seq=1)
+    ts = planner.targets(p.policy, ["du1", "du2"])
+    assert ts == [Target("du1", 7, 1), Target("du1", du_ue, 1), Target("du2", 7, 1)]
+    header, _ = rc.octopus_control(
+        control_ue_id(du_ue, Guami(b"\x00\xf1\x10", 1, 1, 0)), rc.OctopusAdaptation(1, True)
+    )
+    ue = rc.decode_rc(rc.RcControlHeader, header).ue_id
+    assert (ue.kind, ue.f1ap_ids) == ("gNB-DU-UEID", (5,))
+    assert control_ue_id(7, Guami(b"\x00\xf1\x10", 1, 1, 0)).amf_ue_ngap_id == 7
+    p.targets = {
+        t: TargetState(planner.ENFORCED, answered=True) for t in planner.targets(p.policy, ["du2"])
+    }
+    state, reason = planner.verdict(p)
+    assert state == planner.NOT_ENFORCED and f"UE {du_ue}: its DU is not among" in (reason or "")
+    p.targets = {t: TargetState(planner.ENFORCED, answered=True) for t in ts}
+    assert planner.verdict(p) == (planner.ENFORCED, None)
