@@ -4,6 +4,8 @@
     octoric e2sm decode --pdu E2SM-KPM-IndicationMessage --file msg.bin
     octoric e2sm encode --pdu E2SM-KPM-EventTriggerDefinition --json trig.json   # hex
     octoric e2sm types                                        # what --pdu accepts
+    octoric e2sm ue-key --meid gnb_001_001_00019b --f1ap-id 0 # a DU's UE -> its UE key
+    octoric e2sm ue-key 874163283689472                       # a UE key -> what it names
 
 ``--file`` takes raw bytes or a text file of hex digits (whitespace ignored), such as the
 vectors under ../shared/vectors. Bad input prints one line and exits non-zero.
@@ -123,6 +125,31 @@ def _cmd_types(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_ue_key(args: argparse.Namespace) -> int:
+    """The UE key (``contracts.ue_key``) of a DU's UE, or what a key names."""
+    from octoric.contracts import ue_key
+
+    if args.key is not None:
+        if args.meid is not None or args.f1ap_id is not None:
+            raise E2smCliError("give a KEY, or --meid and --f1ap-id, not both")
+        if not ue_key.is_ue_key(args.key):
+            raise E2smCliError(f"{args.key} is not a UE key (0..{ue_key.UE_KEY_MAX})")
+        parts = ue_key.du_parts(args.key)
+        if parts is None:
+            print(json.dumps({"ue": args.key, "amf_ue_ngap_id": args.key}))
+        else:
+            print(json.dumps({"ue": args.key, "node_tag": parts[0], "f1ap_id": parts[1]}))
+        return 0
+    if args.meid is None or args.f1ap_id is None:
+        raise E2smCliError("give a KEY, or both --meid and --f1ap-id")
+    try:
+        key = ue_key.du_key(args.meid, args.f1ap_id)
+    except ValueError as e:
+        raise E2smCliError(str(e)) from None
+    print(json.dumps({"ue": key, "meid": args.meid, "f1ap_id": args.f1ap_id}))
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("e2sm", help="decode/encode E2AP, E2SM-KPM and E2SM-RC PDUs")
     sub = p.add_subparsers(dest="e2sm_command", metavar="SUBCOMMAND")
@@ -152,6 +179,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     t = sub.add_parser("types", help="list the PDU types --pdu accepts")
     t.set_defaults(func=_cmd_types)
+
+    k = sub.add_parser(
+        "ue-key",
+        help="the UE key of a UE a DU names by F1AP ID only, or what a UE key names",
+        description="The integer by which the xApps, their messages, REST APIs and A1 "
+        "policies name a UE (docs/e2-interfaces.md, 'The UE key'): a UE's AMF-UE-NGAP-ID, or "
+        "for a UE a DU reports by gNB-CU-UE-F1AP-ID only, 2^40 + the node's tag x 2^32 + that "
+        "ID. Prints JSON.",
+    )
+    k.add_argument("key", nargs="?", type=int, help="a UE key to take apart")
+    k.add_argument("--meid", help="the DU's MEID, e.g. gnb_001_001_00019b (octoric ric nodes)")
+    k.add_argument("--f1ap-id", type=int, help="the UE's gNB-CU-UE-F1AP-ID at that DU")
+    k.set_defaults(func=_cmd_ue_key)
 
     def _help(args: argparse.Namespace) -> int:
         p.print_help()

@@ -112,3 +112,21 @@ def test_kpm_v2_header_with_kpm_version(tmp_path: Path, capsys: pytest.CaptureFi
     assert capsys.readouterr().out.strip() == v2
     assert main([*enc, "--kpm-version", "9"]) != 0
     assert "--kpm-version" in capsys.readouterr().err
+
+
+def test_ue_key_both_ways(capsys: pytest.CaptureFixture[str]) -> None:
+    """A testbed user finds the key of the UE a DU names by F1AP ID, and takes keys apart."""
+    from octoric.contracts import ue_key
+
+    assert main(["e2sm", "ue-key", "--meid", "gnb_001_001_00019b", "--f1ap-id", "3"]) == 0
+    made = json.loads(capsys.readouterr().out)
+    assert made["ue"] == ue_key.du_key("gnb_001_001_00019b", 3)
+    assert main(["e2sm", "ue-key", str(made["ue"])]) == 0
+    parts = json.loads(capsys.readouterr().out)
+    assert parts == {"ue": made["ue"], "node_tag": ue_key.tag("gnb_001_001_00019b"), "f1ap_id": 3}
+    assert main(["e2sm", "ue-key", "17"]) == 0
+    assert json.loads(capsys.readouterr().out)["amf_ue_ngap_id"] == 17
+    for bad in (["--meid", "x"], ["--meid", "x", "--f1ap-id", str(2**32)], [str(2**60)],
+                ["5", "--meid", "x", "--f1ap-id", "1"]):  # fmt: skip
+        assert main(["e2sm", "ue-key", *bad]) != 0
+        assert "error" in capsys.readouterr().err
