@@ -432,3 +432,48 @@ def test_run_plugin_component(env: Env) -> None:
     assert (ports["rmr_port"], ports["http_port"]) == (env.occ.rmr_port, env.occ.http_port)
     rep = comp.report()
     assert sorted(u["ue"] for u in rep["ues"]) == UES and rep["process"]["exit_code"] is not None
+
+
+def test_a_du_naming_ues_by_f1ap_id(env: Env) -> None:
+    """A second gNB that names its UEs by gNB-CU-UE-F1AP-ID only, as srsRAN's DU does, with
+    the same numbers as UE ids: OCC subscribes it, estimates its UEs under their UE keys
+    (contracts.ue_key: node + F1AP ID, apart from the first node's UEs) and a flow registered
+    with such a key gets feedback."""
+    from octoric.contracts import ue_key
+
+    env.occ.start()  # the plugin test stopped it
+    du_src = OccIndications(UES, ue_kind="gNB-DU-UEID")
+
+    async def make() -> ScriptedNode:
+        node = ScriptedNode("127.0.0.1", env.stack.rt.ric.e2_port, "tcp", gnb_id=0x2AA,
+                            period_s=0.01, indications=du_src)  # fmt: skip
+        node.start()
+        return node
+
+    du = env.lt.call(make())
+    lst = FeedbackListener()
+    try:
+        wait_until(du.setup_done.is_set, 20, "E2 setup of the DU")
+        keys = sorted(ue_key.du_key(du.meid, u) for u in UES)
+        st = wait_until(
+            lambda: (
+                (s := env.occ.status())
+                and sorted(u["ue"] for u in s["ues"] if u["meid"] == du.meid) == keys
+                and s
+            ),
+            60,
+            "estimates of the DU's UEs",
+        )
+        mine = [u for u in st["ues"] if u["meid"] == du.meid]
+        assert all(u["guami"] is None and u["target_bps"] > 1e6 for u in mine)
+        assert sorted(u["ue"] for u in st["ues"] if u["meid"] == env.node.meid) == UES
+        assert "unknown_ue" not in st["rejected_indications"], st["rejected_indications"]
+        flow = {"id": "du-flow", "ue": keys[1], "address": f"127.0.0.1:{lst.address[1]}",
+                "format": "json"}  # fmt: skip
+        assert http("POST", env.occ.url("/occ/v1/flows"), flow)[0] == 201
+        fb = lst.get(10)
+        assert fb is not None and fb.ue == keys[1] and fb.target_bps > 1e6
+        assert http("GET", env.occ.url(f"/occ/v1/ues/{keys[1]}"))[1]["meid"] == du.meid
+    finally:
+        lst.close()
+        env.lt.call(du.stop())
