@@ -7,6 +7,7 @@ import json
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from octoric.contracts import ports
 from octoric.e2sm.kpm_version import KpmVersion
@@ -24,9 +25,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"a YAML file or a built-in: {', '.join(BUILTIN)} (default: static)",
     )
     r.add_argument(
-        "--traffic", choices=["video", "backlogged"], help="override every flow's traffic"
+        "--traffic",
+        choices=["video", "bulk", "backlogged"],
+        help="override every flow's traffic (bulk: a transfer on the packet-level transport)",
     )
-    r.add_argument("--scheme", help="override every video flow's rate-control scheme")
+    r.add_argument(
+        "--scheme",
+        help="override every video flow's rate-control scheme; a window scheme (cubic, bbr) "
+        "turns the video flows into bulk transfers on the packet-level transport",
+    )
     r.add_argument(
         "--abw",
         choices=["stand-in", "occ-engine"],
@@ -104,10 +111,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from octoric.sim.cc import SCHEMES
+    from octoric.sim.cc import SCHEMES, WINDOW_SCHEMES
 
     print("scenarios:", ", ".join(BUILTIN), "(or a YAML file; see docs/sim.md)")
-    print("schemes:  ", ", ".join(sorted(SCHEMES)))
+    print("schemes:  ", ", ".join(sorted(SCHEMES)), "(video)")
+    print("           ", ", ".join(sorted(WINDOW_SCHEMES)), "(bulk, packet-level transport)")
     return 0
 
 
@@ -117,11 +125,12 @@ def scheme_table() -> list[dict[str, object]]:
     whether it reads receiver feedback or ABW reports."""
     import inspect
 
-    from octoric.sim.cc import SCHEMES
+    from octoric.sim.cc import SCHEMES, WINDOW_SCHEMES
 
     out: list[dict[str, object]] = []
-    for name in sorted(SCHEMES):
-        factory = SCHEMES[name]
+    both: dict[str, Any] = {**SCHEMES, **WINDOW_SCHEMES}
+    for name in sorted(both):
+        factory = both[name]
         own = factory.__dict__.get("__doc__") if hasattr(factory, "__dict__") else None
         doc = inspect.cleandoc(own) if isinstance(own, str) else ""  # not a base class's
         module = inspect.getmodule(factory)
@@ -133,6 +142,7 @@ def scheme_table() -> list[dict[str, object]]:
             "follows": " ".join(doc.split("\n\n", 1)[0].split()) or None,
             "reads_feedback": bool(getattr(factory, "wants_feedback", False)),
             "reads_abw": bool(getattr(factory, "wants_abw", False)),
+            "traffic": "bulk" if name in WINDOW_SCHEMES else "video",
         })  # fmt: skip
     return out
 
@@ -143,7 +153,8 @@ def _cmd_schemes(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     for r in rows:
-        reads = [k for k, v in (("feedback", r["reads_feedback"]), ("ABW", r["reads_abw"])) if v]
+        reads = [k for k, v in (("feedback", r["reads_feedback"]), ("ABW", r["reads_abw"]),
+                                ("per-packet ACKs", r["traffic"] == "bulk")) if v]  # fmt: skip
         print(f"{r['name']:<13} {r['module']}  reads: {', '.join(reads) or 'nothing'}")
         print(textwrap.fill(str(r["follows"] or "(no description)"), 96,
                             initial_indent="    ", subsequent_indent="    "))  # fmt: skip
@@ -151,6 +162,7 @@ def _cmd_schemes(args: argparse.Namespace) -> int:
 
 
 def _scenario(args: argparse.Namespace) -> Scenario:
+    from octoric.sim.cc import WINDOW_SCHEMES
     from octoric.sim.overrides import apply_layout
 
     sc = load(args.scenario)
@@ -167,6 +179,8 @@ def _scenario(args: argparse.Namespace) -> Scenario:
                 f.traffic = args.traffic
             if args.scheme:
                 f.scheme = args.scheme
+                if args.scheme in WINDOW_SCHEMES and f.traffic == "video":
+                    f.traffic = "bulk"  # a window scheme runs a bulk transfer, not video
             if getattr(args, "svc", None):
                 f.video.svc = args.svc
             if getattr(args, "octopus_header", False):

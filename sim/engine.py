@@ -52,10 +52,17 @@ from octoric.sim.ran import Cell, CellConfig, TddPattern, UeRadio
 from octoric.sim.receiver import VideoReceiver
 from octoric.sim.rlc import DlQueue
 from octoric.sim.scenario import ChannelSpec, FlowSpec, Scenario
+from octoric.sim.transport import (
+    TransportReceiver,
+    TransportSender,
+    WindowContext,
+    build_window_scheme,
+)
 from octoric.sim.video import VideoSender, WiredPath
 
 EV_FRAME, EV_ARRIVE, EV_FB_SEND, EV_FB_RECV, EV_HO_START, EV_HO_END = range(6)
 EV_KPM, EV_PHY_RECV, EV_ABW_RECV, EV_DELIVER, EV_BULK_START, EV_HO_NOTIFY = range(6, 12)
+EV_TX, EV_ACK = 12, 13  # the packet-level transport: a sender's timer, an ACK arriving
 
 BLOCK_SLOTS = 1000
 
@@ -81,6 +88,9 @@ class FlowState:
     abw_bps: float | None = None
     phy_bps: float | None = None
     wire: bool = False  # Octopus headers travel as bytes and are parsed at the gNB
+    tx: TransportSender | None = None  # a bulk flow's packet-level transport sender
+    tx_sink: TransportReceiver | None = None  # its receiver (video flows have ``receiver``)
+    tx_wake_us: int | None = None  # when its timer event is due (one pending at a time)
     ts_target: list[float] = field(default_factory=list)
     ts_abw: list[float] = field(default_factory=list)
 
@@ -261,6 +271,8 @@ class Engine:
             f = FlowState(idx, ue, spec, None, None, None, None)
             self.flows.append(f)
             return f
+        if spec.traffic == "bulk":
+            return self._bulk_flow(idx, ue, spec, one_way)
         params: dict[str, Any] = {}
         if spec.rate_mbps is not None:
             params["rate_bps"] = spec.rate_mbps * 1e6
@@ -284,6 +296,44 @@ class Engine:
         if ctrl.wants_feedback:
             self._push(t0 + f.fb_us, EV_FB_SEND, f)
         return f
+
+    def _bulk_flow(self, idx: int, ue: int, spec: FlowSpec, one_way: int) -> FlowState:
+        """A bulk transfer over the packet-level transport (``sim/transport.py``) with a window
+        scheme (``spec.scheme``: cubic, bbr, ...)."""
+        scheme = build_window_scheme(
+            spec.scheme, WindowContext(params=dict(spec.params), seed=self.seed * 1000 + idx)
+        )
+        f = FlowState(
+            idx, ue, spec, None, None, None, WiredPath(spec.path),
+            ul_delay_us=one_way + int(spec.uplink_ms * 1000), dl_delay_us=one_way,
+        )  # fmt: skip
+        f.tx = TransportSender(idx, scheme)
+
+        def ack(p: Packet, t_us: int) -> None:
+            self._push(t_us + f.ul_delay_us, EV_ACK, (f, p.seq))
+
+        f.tx_sink = TransportReceiver(ack)
+        self.flows.append(f)
+        f.tx_wake_us = int(spec.start_s * 1e6)
+        self._push(f.tx_wake_us, EV_TX, f)
+        return f
+
+    def _transmit(self, f: FlowState, t: int) -> None:
+        """Put what the transport may send now on the wire, and time its next wake-up."""
+        tx, path = f.tx, f.path
+        assert tx is not None and path is not None
+        for p in tx.send(t):
+            a = path.arrival_us(p.send_us, p.size) if path.cfg.bottleneck_bps else (
+                p.send_us + path.one_way_us
+            )  # fmt: skip
+            if a is None:
+                f.wired_lost_pkts += 1
+                continue
+            self._push(a, EV_ARRIVE, p)
+        wake = tx.wake_us(t)
+        if wake is not None and (f.tx_wake_us is None or wake < f.tx_wake_us):
+            f.tx_wake_us = wake
+            self._push(wake, EV_TX, f)
 
     # --- events ------------------------------------------------------------------------
     def _push(self, t: int, kind: int, arg: Any) -> None:
@@ -314,9 +364,23 @@ class Engine:
             self._on_frame(arg, t)
         elif kind == EV_DELIVER:
             p = arg
-            r = self.flows[p.flow].receiver
-            if r is not None:
-                r.on_packet(p, t)
+            fl = self.flows[p.flow]
+            if fl.receiver is not None:
+                fl.receiver.on_packet(p, t)
+            elif fl.tx_sink is not None:
+                fl.tx_sink.on_packet(p, t)
+        elif kind == EV_ACK:
+            f, seq = arg
+            assert f.tx is not None
+            f.tx.on_ack(t, seq)
+            self._transmit(f, t)
+        elif kind == EV_TX:
+            f = arg
+            if f.tx_wake_us == t:  # else a timer since moved earlier: that event did it
+                f.tx_wake_us = None
+                assert f.tx is not None
+                f.tx.on_timer(t)
+                self._transmit(f, t)
         elif kind == EV_FB_SEND:
             f = arg
             assert f.receiver is not None
@@ -567,7 +631,10 @@ class Engine:
         self.ts_ue_delivered.append([u.delivered_bytes for u in self.ues])
         self.ts_ue_capacity.append([u.cap_bytes for u in self.ues])
         for f in self.flows:
-            f.ts_target.append(f.ctrl.target_bps(slot * self.slot_us) if f.ctrl else math.nan)
+            now = slot * self.slot_us
+            f.ts_target.append(
+                f.ctrl.target_bps(now) if f.ctrl else f.tx.target_bps(now) if f.tx else math.nan
+            )
             f.ts_abw.append(f.abw_bps if f.abw_bps is not None else math.nan)
 
     # --- main loop ---------------------------------------------------------------------
@@ -643,9 +710,11 @@ class Engine:
                             u.delivered_bytes += u.slot_bytes
                             if q.delivered:
                                 for p in q.delivered:
-                                    r = flows[p.flow].receiver
-                                    if r is not None:
-                                        r.on_packet(p, t_end)
+                                    fl = flows[p.flow]
+                                    if fl.receiver is not None:
+                                        fl.receiver.on_packet(p, t_end)
+                                    elif fl.tx_sink is not None:
+                                        fl.tx_sink.on_packet(p, t_end)
                                 q.delivered.clear()
                         if q.dropped:
                             for p in q.dropped:

@@ -39,8 +39,12 @@ class ChannelSpec:
 
 @dataclass
 class FlowSpec:
-    traffic: Literal["video", "backlogged", "none"] = "video"
-    scheme: str = "gcc"
+    # video: frames from the encoder, paced at the rate scheme's target; bulk: a TCP-like
+    # transfer on the packet-level transport with a window scheme (cubic, bbr, ...);
+    # backlogged: the gNB queue always holds data (no sender); none: no traffic
+    traffic: Literal["video", "bulk", "backlogged", "none"] = "video"
+    scheme: str = "gcc"  # a rate scheme for video, a window scheme for bulk
+    params: dict[str, Any] = field(default_factory=dict)  # the scheme's options
     start_mbps: float = 0.3
     min_mbps: float = 0.05
     max_mbps: float = 100.0

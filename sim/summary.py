@@ -106,6 +106,21 @@ def build_summary(eng: Engine, wall_seconds: float) -> dict[str, Any]:
                 "feedback_held": f.feedback_held,
                 "undecodable_messages": r.undecodable_complete(),
             })  # fmt: skip
+        if f.tx is not None and f.tx_sink is not None:
+            dur = max(sim_s - f.spec.start_s, 1e-9)
+            rcv = f.tx_sink
+            d.update({
+                "scheme": f.tx.scheme.name,
+                "transport": "packet",
+                "goodput_kbps": _r(rcv.received_bytes * 8 / dur / 1000.0),
+                "network_latency_ms": _pct(rcv.net_latency_ms),
+                "queue_delay_ms": _pct(rcv.queue_delay_ms),
+                "rtt_ms": _pct(f.tx.rtt_samples_ms),
+                **f.tx.stats(),
+                "tail_dropped_packets": f.tail_dropped_pkts,
+                "harq_lost_packets": f.harq_lost_pkts,
+                "wired_lost_packets": f.wired_lost_pkts,
+            })  # fmt: skip
         flows.append(d)
     cells = [
         {"cell": c.idx, "gnb": c.gnb, "cell_id": c.cell_id, "handovers": c.handovers_out,

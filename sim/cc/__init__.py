@@ -17,15 +17,22 @@ from octoric.sim.cc.base import (
     register_scheme,
 )
 
-# Each import registers its scheme (module-level ``register_scheme`` call).
+# Each import registers its scheme (module-level ``register_scheme`` or
+# ``register_window_scheme`` call: window schemes drive the packet-level transport).
+from octoric.sim.cc.bbr import Bbr
+from octoric.sim.cc.cubic import Cubic
 from octoric.sim.cc.fixed import FixedRate
 from octoric.sim.cc.gcc import Gcc, GccNoProbe
 from octoric.sim.cc.occ_fed import OccFed
 from octoric.sim.cc.pbe import PbeStyle
+from octoric.sim.transport import WINDOW_SCHEMES, WindowScheme
 from octoric.sim.video import ProbeCluster, SentBatch
 
 __all__ = [
     "SCHEMES",
+    "WINDOW_SCHEMES",
+    "Bbr",
+    "Cubic",
     "FixedRate",
     "Gcc",
     "GccNoProbe",
@@ -36,6 +43,7 @@ __all__ = [
     "SchemeContext",
     "SchemeFactory",
     "SentBatch",
+    "WindowScheme",
     "build_scheme",
     "register_scheme",
 ]

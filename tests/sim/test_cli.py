@@ -66,11 +66,12 @@ def test_schemes_lists_every_scheme_with_what_it_follows(
 ) -> None:
     """`octoric sim schemes`: every registered scheme with its module and its own
     description (a new scheme without one fails here: the list is what users compare by)."""
-    from octoric.sim.cc import SCHEMES
+    from octoric.sim.cc import SCHEMES, WINDOW_SCHEMES
 
     assert main(["sim", "schemes", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["name"] for r in rows] == sorted(SCHEMES)
+    assert [r["name"] for r in rows] == sorted({*SCHEMES, *WINDOW_SCHEMES})
+    assert {r["name"] for r in rows if r["traffic"] == "bulk"} == set(WINDOW_SCHEMES)
     for r in rows:
         assert r["module"] and Path(r["module"]).name.endswith(".py"), r
         assert r["follows"] and len(r["follows"]) > 30, f"{r['name']} says nothing of itself"
@@ -78,5 +79,6 @@ def test_schemes_lists_every_scheme_with_what_it_follows(
     assert by["occ"]["reads_abw"] and not by["gcc"]["reads_abw"]
     assert by["gcc"]["reads_feedback"] and not by["fixed"]["reads_feedback"]
     assert "libwebrtc" in by["gcc"]["follows"]
+    assert "RFC 9438" in by["cubic"]["follows"] and "Cardwell" in by["bbr"]["follows"]
     assert main(["sim", "schemes"]) == 0
     assert "sim/cc/gcc.py" in capsys.readouterr().out

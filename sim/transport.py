@@ -1,0 +1,363 @@
+"""The packet-level transport of window/ACK schemes (CUBIC, BBR, ...): a sender woken by ACK
+arrivals and by its timers (pacing, RACK reordering window, RTO), per-packet ACKs from the
+receiver, loss detection and retransmission.
+
+What each part follows:
+- **ACKs** name the packet they acknowledge, so the sender knows exactly which packets arrived
+  (what TCP's SACK blocks give it); one ACK per delivered packet (no delayed ACKs), sent over
+  the flow's uplink (wired RTT/2 + the UE's uplink delay).
+- **Delivery-rate samples** as draft-cheng-iccrg-delivery-rate-estimation-02 (what BBR reads):
+  each packet remembers the connection's ``delivered`` count and time when it was sent; its ACK
+  gives delivered bytes over max(send interval, ACK interval).
+- **Loss detection** as RACK-TLP (RFC 8985), time-based: a packet is lost when one sent after it
+  has been acknowledged and the reordering window (min RTT / 4) has passed since that; HARQ
+  retransmissions reorder packets by a few ms, which a packet threshold would count as loss.
+  A loss found spurious (the packet's ACK came after all) widens the window by another
+  min RTT / 4, up to SRTT (RFC 8985 §6.2, what DSACK tells a TCP sender).
+  An RTO (RFC 6298: srtt + 4 rttvar, at least 200 ms, doubled per expiry) marks everything in
+  flight lost. Losses reach the scheme once per loss event: ``on_loss`` with the bytes lost,
+  and a new event starts only with packets sent after the previous one was detected.
+- **Retransmission**: lost bytes are sent again before new data (a bulk flow's goodput is what
+  its receiver got); no tail-loss probe.
+- **Pacing**: a scheme that gives ``pacing_bps`` has its packets spaced at that rate; one
+  that gives None sends as the window allows, in ACK-clocked bursts (CUBIC without fq).
+
+The application is a bulk transfer (always data to send), as ToN'22's and MORC's TCP flows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from octoric.sim.errors import ScenarioError
+from octoric.sim.packets import Packet
+
+MSS = 1448  # payload bytes of a full-sized TCP segment on a 1500-byte MTU (with timestamps)
+HEADER = 52  # IPv4 20 + TCP 20 + timestamps 12: the packet on the wire is MSS + HEADER
+MIN_RTO_US = 200_000
+INITIAL_RTO_US = 1_000_000
+INITIAL_CWND = 10 * MSS  # RFC 6928
+
+
+@dataclass(slots=True)
+class RateSample:
+    """What one ACK tells the scheme (bytes, µs)."""
+
+    acked: int  # bytes newly acknowledged by this ACK
+    delivered: int  # bytes delivered over ``interval_us`` (the delivery-rate sample)
+    interval_us: int
+    rtt_us: int
+    prior_delivered: int  # the connection's delivered count when the packet was sent
+    inflight: int  # bytes in flight after this ACK
+    is_app_limited: bool
+
+    @property
+    def delivery_bps(self) -> float:
+        return self.delivered * 8e6 / self.interval_us if self.interval_us > 0 else 0.0
+
+
+class WindowScheme:
+    """A congestion controller of the packet-level transport. The transport asks ``cwnd`` and
+    ``pacing_bps`` before it sends, and tells the scheme about ACKs, loss events and RTOs."""
+
+    name = "window"
+
+    def __init__(self, ctx: WindowContext) -> None:
+        self.ctx = ctx
+
+    def cwnd(self) -> int:
+        """Bytes that may be in flight."""
+        raise NotImplementedError
+
+    def pacing_bps(self) -> float | None:
+        """Pacing rate (bit/s of payload, the unit of delivery-rate samples), or None: send as
+        the window allows."""
+        return None
+
+    def on_ack(self, now_us: int, rs: RateSample, sender: TransportSender) -> None:
+        raise NotImplementedError
+
+    def on_loss(self, now_us: int, lost: int, sender: TransportSender) -> None:
+        """A loss event: ``lost`` bytes were declared lost (RACK)."""
+
+    def on_rto(self, now_us: int, sender: TransportSender) -> None:
+        """The retransmission timer expired: everything in flight was declared lost."""
+
+    def target_bps(self, now_us: int, sender: TransportSender) -> float:
+        """The rate the scheme aims at, for the time series: its pacing rate, else cwnd/srtt."""
+        p = self.pacing_bps()
+        if p is not None:
+            return p
+        return self.cwnd() * 8e6 / max(sender.srtt_us, 1)
+
+
+@dataclass
+class WindowContext:
+    """What a window scheme may know when it is built."""
+
+    mss: int = MSS
+    params: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+
+
+WindowFactory = Callable[[WindowContext], WindowScheme]
+WINDOW_SCHEMES: dict[str, WindowFactory] = {}
+
+
+def register_window_scheme(name: str) -> Callable[[WindowFactory], WindowFactory]:
+    def deco(factory: WindowFactory) -> WindowFactory:
+        WINDOW_SCHEMES[name] = factory
+        return factory
+
+    return deco
+
+
+def build_window_scheme(name: str, ctx: WindowContext) -> WindowScheme:
+    try:
+        factory = WINDOW_SCHEMES[name]
+    except KeyError:
+        raise ScenarioError(
+            f"unknown window scheme {name!r} for a bulk flow (known: "
+            f"{', '.join(sorted(WINDOW_SCHEMES))})"
+        ) from None
+    return factory(ctx)
+
+
+class _Sent:
+    __slots__ = ("delivered", "delivered_us", "first_sent_us", "is_app_limited", "send_us",
+                 "size")  # fmt: skip
+
+    def __init__(self, size: int, send_us: int, snd: TransportSender) -> None:
+        self.size = size
+        self.send_us = send_us
+        self.delivered = snd.delivered
+        self.delivered_us = snd.delivered_us
+        self.first_sent_us = snd.first_sent_us
+        self.is_app_limited = snd.app_limited_until > 0
+
+
+class TransportSender:
+    """One bulk flow's sender. ``send(now)`` returns the packets to put on the wire now;
+    ``wake_us`` is when it wants to be called again (pacing, RACK or RTO timer), or None."""
+
+    def __init__(self, flow: int, scheme: WindowScheme, mss: int = MSS) -> None:
+        self.flow, self.scheme, self.mss = flow, scheme, mss
+        self.next_seq = 0
+        self.unacked: dict[int, _Sent] = {}  # seq -> packet in flight, in send order
+        self.lost: dict[int, _Sent] = {}  # declared lost (a late ACK makes it spurious)
+        self.inflight = 0  # bytes sent, neither acknowledged nor declared lost
+        self.retx_bytes_pending = 0  # lost bytes still to send again
+        # delivery-rate estimation (draft-cheng-iccrg-delivery-rate-estimation)
+        self.delivered = 0
+        self.delivered_us = 0
+        self.first_sent_us = 0
+        self.app_limited_until = 0  # bulk: never app-limited
+        # RTT (RFC 6298) and RACK
+        self.srtt_us = 0
+        self.rttvar_us = 0
+        self.min_rtt_us = 0
+        self.latest_rtt_us = 0
+        self.rto_us = INITIAL_RTO_US
+        # the most recently sent packet acknowledged; seqs grow with send time (a resend gets
+        # a new one), so "sent before it" is a smaller seq, also within a same-time burst
+        self.rack_seq = -1
+        self.rto_at: int | None = None
+        self.rack_at: int | None = None
+        self.next_send_us = 0  # pacing
+        self.recovery_end_seq = -1  # losses of packets sent before this are one event
+        self.reo_wnd_mult = 1  # RACK's reordering window, in min RTT / 4 steps
+        # counters
+        self.sent_bytes = 0
+        self.retransmitted_bytes = 0
+        self.lost_bytes = 0
+        self.loss_events = 0
+        self.rtos = 0
+        self.spurious_losses = 0
+        self.acked_bytes = 0
+        self.rtt_samples_ms: list[float] = []
+
+    # --- sending -----------------------------------------------------------------------
+    def send(self, now_us: int) -> list[Packet]:
+        """The packets the window and the pacer allow now."""
+        out: list[Packet] = []
+        cwnd = self.scheme.cwnd()
+        pacing = self.scheme.pacing_bps()
+        while self.inflight + self.mss <= max(cwnd, self.mss):  # one packet at least
+            if pacing is not None and now_us < self.next_send_us:
+                break
+            size = self.mss
+            if self.retx_bytes_pending > 0:
+                self.retx_bytes_pending = max(0, self.retx_bytes_pending - size)
+                self.retransmitted_bytes += size
+            if self.inflight == 0:  # the first packet of a flight starts a new rate interval
+                self.first_sent_us = self.delivered_us = now_us
+            seq = self.next_seq
+            self.next_seq += 1
+            self.unacked[seq] = _Sent(size, now_us, self)
+            self.inflight += size
+            self.sent_bytes += size
+            out.append(Packet(self.flow, seq, size + HEADER, now_us))
+            if pacing is not None and pacing > 0:
+                gap = size * 8e6 / pacing
+                self.next_send_us = max(self.next_send_us, now_us) + int(gap)
+        if out and self.rto_at is None:
+            self.rto_at = now_us + self.rto_us
+        return out
+
+    def wake_us(self, now_us: int) -> int | None:
+        """The next time the sender has something to do: a paced send, a RACK or RTO timer."""
+        times = [t for t in (self.rack_at, self.rto_at) if t is not None]
+        if self.scheme.pacing_bps() is not None and self.inflight + self.mss <= self.scheme.cwnd():
+            times.append(max(self.next_send_us, now_us + 1))
+        return min(times) if times else None
+
+    # --- ACKs, timers --------------------------------------------------------------------
+    def on_ack(self, now_us: int, seq: int) -> None:
+        p = self.unacked.pop(seq, None)
+        if p is None:
+            p = self.lost.pop(seq, None)
+            if p is None:
+                return  # a duplicate ACK: nothing new
+            # declared lost, but it arrived: the loss was spurious (its resend is not undone);
+            # the reordering was longer than RACK's window: widen it
+            self.spurious_losses += 1
+            self.reo_wnd_mult += 1
+        else:
+            self.inflight -= p.size
+        self.acked_bytes += p.size
+        rtt = now_us - p.send_us
+        self._rtt(rtt)
+        self.delivered += p.size
+        self.delivered_us = now_us
+        send_elapsed = p.send_us - p.first_sent_us
+        ack_elapsed = now_us - p.delivered_us
+        self.first_sent_us = p.send_us
+        rs = RateSample(
+            acked=p.size, delivered=self.delivered - p.delivered,
+            interval_us=max(send_elapsed, ack_elapsed), rtt_us=rtt,
+            prior_delivered=p.delivered, inflight=self.inflight, is_app_limited=p.is_app_limited,
+        )  # fmt: skip
+        self.rack_seq = max(self.rack_seq, seq)
+        self.rto_at = now_us + self.rto_us if self.unacked else None
+        self.scheme.on_ack(now_us, rs, self)
+        self._detect_losses(now_us)
+
+    def on_timer(self, now_us: int) -> None:
+        if self.rto_at is not None and now_us >= self.rto_at:
+            self._rto(now_us)
+        elif self.rack_at is not None and now_us >= self.rack_at:
+            self.rack_at = None
+            self._detect_losses(now_us)
+
+    def _rtt(self, rtt: int) -> None:
+        self.latest_rtt_us = rtt
+        self.rtt_samples_ms.append(rtt / 1000.0)
+        self.min_rtt_us = rtt if self.min_rtt_us == 0 else min(self.min_rtt_us, rtt)
+        if self.srtt_us == 0:
+            self.srtt_us, self.rttvar_us = rtt, rtt // 2
+        else:
+            self.rttvar_us = (3 * self.rttvar_us + abs(self.srtt_us - rtt)) // 4
+            self.srtt_us = (7 * self.srtt_us + rtt) // 8
+        self.rto_us = max(MIN_RTO_US, self.srtt_us + 4 * self.rttvar_us)
+
+    def _detect_losses(self, now_us: int) -> None:
+        """RACK: packets sent before the newest acknowledged one are lost once the reordering
+        window has passed; otherwise the RACK timer waits for it."""
+        reo_wnd = min(self.reo_wnd_mult * self.min_rtt_us // 4, self.srtt_us)
+        lost = 0
+        first_lost_seq = -1
+        self.rack_at = None
+        gone = []
+        for seq, p in self.unacked.items():
+            if seq >= self.rack_seq:
+                break  # sent after every acknowledged packet: not yet suspect
+            deadline = p.send_us + self.latest_rtt_us + reo_wnd
+            if now_us >= deadline:
+                gone.append(seq)
+                lost += p.size
+                if first_lost_seq < 0:
+                    first_lost_seq = seq
+            elif self.rack_at is None or deadline < self.rack_at:
+                self.rack_at = deadline
+        if lost:
+            for seq in gone:
+                self._declare_lost(seq)
+            self.lost_bytes += lost
+            if first_lost_seq > self.recovery_end_seq:  # a new loss event
+                self.loss_events += 1
+                self.recovery_end_seq = self.next_seq - 1
+                self.scheme.on_loss(now_us, lost, self)
+
+    def _rto(self, now_us: int) -> None:
+        self.rtos += 1
+        for seq in list(self.unacked):
+            self.lost_bytes += self.unacked[seq].size
+            self._declare_lost(seq)
+        self.rto_us = min(2 * self.rto_us, 60_000_000)
+        self.rto_at = None
+        self.rack_at = None
+        self.recovery_end_seq = self.next_seq - 1
+        self.scheme.on_rto(now_us, self)
+
+    def _declare_lost(self, seq: int) -> None:
+        p = self.unacked.pop(seq)
+        self.inflight -= p.size
+        self.retx_bytes_pending += p.size
+        self.lost[seq] = p
+        if len(self.lost) > 50_000:  # a late ACK after this many losses is not worth a table
+            for old in list(self.lost)[:25_000]:
+                del self.lost[old]
+
+    def target_bps(self, now_us: int) -> float:
+        return self.scheme.target_bps(now_us, self)
+
+    def stats(self) -> dict[str, Any]:
+        rtts = self.rtt_samples_ms
+        return {
+            "sent_bytes": self.sent_bytes,
+            "acked_bytes": self.acked_bytes,
+            "retransmitted_bytes": self.retransmitted_bytes,
+            "lost_bytes": self.lost_bytes,
+            "loss_events": self.loss_events,
+            "rtos": self.rtos,
+            "spurious_losses": self.spurious_losses,
+            "min_rtt_ms": round(self.min_rtt_us / 1000.0, 3),
+            "srtt_ms": round(self.srtt_us / 1000.0, 3),
+            "rtt_samples": len(rtts),
+            "mean_rtt_ms": round(math.fsum(rtts) / len(rtts), 3) if rtts else None,
+        }
+
+
+class TransportReceiver:
+    """The bulk flow's receiver: every delivered packet is acknowledged through ``ack`` (the
+    engine puts the ACK on the uplink) and counted."""
+
+    def __init__(self, ack: Callable[[Packet, int], None]) -> None:
+        self.ack = ack
+        self.received_bytes = 0
+        self.received = 0
+        self.net_latency_ms: list[float] = []  # per packet: sent -> delivered to the UE
+        self.queue_delay_ms: list[float] = []  # per packet: reached the gNB -> delivered
+
+    def on_packet(self, p: Packet, t_us: int) -> None:
+        self.received += 1
+        self.received_bytes += p.size - HEADER
+        self.net_latency_ms.append((t_us - p.send_us) / 1000.0)
+        self.queue_delay_ms.append((t_us - p.arrive_us) / 1000.0)
+        self.ack(p, t_us)
+
+
+__all__ = [
+    "MSS",
+    "WINDOW_SCHEMES",
+    "RateSample",
+    "TransportReceiver",
+    "TransportSender",
+    "WindowContext",
+    "WindowScheme",
+    "build_window_scheme",
+    "register_window_scheme",
+]

@@ -1,0 +1,200 @@
+"""The packet-level transport (sim/transport.py) and the window schemes on it, each tested on
+the behaviour that defines it in its own paper or RFC (issue #14): CUBIC fills the
+bottleneck buffer and grows along its cubic function; BBR runs the link full with at most
+about one BDP of queue, however deep the buffer; RACK finds losses by time, not by
+reordering, and learns from a spurious one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from octoric.cli import main
+from octoric.sim.cc.bbr import PROBE_BW, Bbr
+from octoric.sim.cc.cubic import BETA, C, Cubic
+from octoric.sim.engine import Engine, FlowState
+from octoric.sim.scenario import ChannelSpec, FlowSpec, Scenario, UeSpec
+from octoric.sim.transport import (
+    HEADER,
+    MSS,
+    RateSample,
+    TransportSender,
+    WindowContext,
+    WindowScheme,
+)
+
+pytestmark = pytest.mark.unit
+TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces" / "mahimahi"
+LINK_BPS = 10e6
+PAYLOAD_BPS = LINK_BPS * MSS / (MSS + HEADER)  # what a bulk flow can deliver on the link
+
+
+def _bulk(scheme: str, buffer_bytes: int, seconds: float = 20.0, seed: int = 3) -> Engine:
+    flow = FlowSpec(traffic="bulk", scheme=scheme)
+    ue = UeSpec(channel=ChannelSpec("constant", rate_mbps=LINK_BPS / 1e6), flows=[flow],
+                queue_limit_bytes=buffer_bytes)  # fmt: skip
+    eng = Engine(Scenario(name="bulk", duration_s=seconds, ues=[ue], timeseries_ms=250.0), seed)
+    eng.run()
+    return eng
+
+
+def _flow(eng: Engine) -> tuple[FlowState, np.ndarray, float]:
+    f = eng.flows[0]
+    assert f.tx is not None and f.tx_sink is not None
+    u = eng.ues[0]
+    return f, np.asarray(f.tx_sink.queue_delay_ms), u.delivered_bytes / u.cap_bytes
+
+
+def test_cubic_fills_the_buffer() -> None:
+    """A 400 kB buffer at 10 Mbit/s drains in 320 ms: CUBIC keeps it nearly full, overflows
+    it, recovers the lost bytes by retransmission, and uses the whole link."""
+    eng = _bulk("cubic", 400_000)
+    f, qdelay, util = _flow(eng)
+    assert f.tx is not None
+    drain_ms = 400_000 * 8 / LINK_BPS * 1000
+    assert util >= 0.95
+    assert np.percentile(qdelay, 95) >= 0.8 * drain_ms
+    st = f.tx.stats()
+    assert st["loss_events"] >= 1 and f.tail_dropped_pkts >= 1 and st["spurious_losses"] == 0
+    assert st["lost_bytes"] == f.tail_dropped_pkts * MSS  # every tail drop found, nothing else
+    assert st["retransmitted_bytes"] == st["lost_bytes"]
+
+
+class _Sender:
+    srtt_us = 50_000
+    delivered = 0
+    inflight = 0
+
+
+def _after_loss(w_max: int, rtt_us: int, seconds: float) -> tuple[Cubic, dict[float, float]]:
+    """Cubic's window (segments) at each RTT after a loss at ``w_max`` segments, one ACK per
+    segment, a window per RTT."""
+    cc = Cubic(WindowContext())
+    cc.ssthresh = 0.0  # congestion avoidance
+    cc.cwnd_b = float(w_max * MSS)
+    snd = _Sender()
+    snd.srtt_us = rtt_us
+    cc.on_loss(0, MSS, snd)  # type: ignore[arg-type]
+    t_us = 0
+    seen: dict[float, float] = {}
+    while t_us < seconds * 1e6:
+        for _ in range(int(cc.cwnd_b / MSS)):
+            cc.on_ack(t_us, RateSample(MSS, MSS, rtt_us, rtt_us, 0, 0, False), snd)  # type: ignore[arg-type]
+        t_us += rtt_us
+        seen[t_us / 1e6] = cc.cwnd_b / MSS
+    return cc, seen
+
+
+def test_cubic_window_follows_its_cubic_function() -> None:
+    """After a loss at W_max = 1000 segments (100 ms RTT), cwnd = 700 and the window grows
+    along W(t) = C (t - K)^3 + W_max, K = cbrt(W_max (1 - beta) / C) (RFC 9438 §4.2):
+    concave up to W_max at t = K, convex beyond it."""
+    k = (1000 * (1 - BETA) / C) ** (1 / 3)
+    cc, seen = _after_loss(1000, 100_000, 2 * k)
+    assert cc.k == pytest.approx(k) and seen[min(seen)] < 710
+    for t in (k / 2, k, 1.5 * k, max(seen)):
+        at = min(seen, key=lambda x: abs(x - t))
+        # each RTT the window aims at W(t + RTT): the cubic function one RTT ahead
+        assert seen[at] == pytest.approx(C * (at - k) ** 3 + 1000, rel=0.02), (t, seen[at])
+
+
+def test_cubic_is_reno_friendly_where_reno_would_be_faster() -> None:
+    """With a small W_max at a short RTT, AIMD with alpha = 3 (1 - beta) / (1 + beta) segments
+    per RTT outgrows the cubic function: the window follows W_est (RFC 9438 §4.3)."""
+    alpha = 3 * (1 - BETA) / (1 + BETA)
+    _, seen = _after_loss(100, 50_000, 4.0)
+    t = max(seen)
+    assert seen[t] == pytest.approx(70 + alpha * t / 0.05, rel=0.02)
+    k = (100 * (1 - BETA) / C) ** (1 / 3)
+    assert seen[t] > C * (t - k) ** 3 + 100  # above the cubic curve
+
+
+def test_bbr_holds_about_one_bdp_of_queue_at_full_utilization() -> None:
+    """On a 4 MB buffer (12 BDP at 10 Mbit/s, 47 ms) BBR fills the link and queues at most
+    about one BDP (its cwnd gain of 2), where CUBIC, on the same buffer, queues seconds;
+    BtlBw is the link's payload rate, RTprop the path's RTT, and PROBE_RTT comes every 10 s."""
+    eng = _bulk("bbr", 4_000_000, seconds=25.0)
+    f, qdelay, util = _flow(eng)
+    assert f.tx is not None
+    bbr = f.tx.scheme
+    assert isinstance(bbr, Bbr)
+    min_rtt_ms = f.tx.min_rtt_us / 1000
+    assert util >= 0.95
+    assert float(np.percentile(qdelay, 95)) <= min_rtt_ms  # a BDP of queue is one RTprop
+    assert f.tx.stats()["loss_events"] == 0
+    assert bbr.state == PROBE_BW and bbr.probe_rtts >= 2
+    assert bbr.btlbw == pytest.approx(PAYLOAD_BPS, rel=0.05)
+    assert bbr.rtprop_us == f.tx.min_rtt_us
+    cubic = _bulk("cubic", 4_000_000, seconds=25.0)
+    _, cubic_q, _ = _flow(cubic)
+    assert np.percentile(cubic_q, 95) > 10 * np.percentile(qdelay, 95)
+
+
+class _FixedWindow(WindowScheme):
+    name = "fixed-window"
+
+    def __init__(self) -> None:
+        super().__init__(WindowContext())
+        self.losses: list[int] = []
+
+    def cwnd(self) -> int:
+        return 10 * MSS
+
+    def on_ack(self, now_us: int, rs: RateSample, sender: TransportSender) -> None:
+        pass
+
+    def on_loss(self, now_us: int, lost: int, sender: TransportSender) -> None:
+        self.losses.append(lost)
+
+
+def test_rack_declares_losses_by_time_and_learns_from_a_spurious_one() -> None:
+    """Ten packets of one burst; 3..9 are acknowledged at 40 ms: 0..2 are lost only once the
+    reordering window (min RTT / 4) has passed, as one loss event, and resent first; when 1
+    arrives after all, the loss was spurious and the window widens."""
+    cc = _FixedWindow()
+    tx = TransportSender(0, cc)
+    pkts = tx.send(0)
+    assert [p.seq for p in pkts] == list(range(10)) and tx.inflight == 10 * MSS
+    for seq in range(3, 10):
+        tx.on_ack(40_000, seq)
+    assert tx.lost_bytes == 0 and tx.rack_at == 0 + 40_000 + 10_000  # latest RTT + min RTT/4
+    tx.on_timer(49_999)
+    assert tx.lost_bytes == 0
+    tx.on_timer(50_000)
+    assert tx.lost_bytes == 3 * MSS and cc.losses == [3 * MSS] and tx.loss_events == 1
+    assert tx.inflight == 0 and tx.retx_bytes_pending == 3 * MSS
+    resent = tx.send(50_000)
+    assert len(resent) == 10 and tx.retransmitted_bytes == 3 * MSS
+    tx.on_ack(60_000, 1)  # the "lost" packet arrives after all
+    assert tx.spurious_losses == 1 and tx.reo_wnd_mult == 2
+    tx.on_ack(60_000, 1)  # a duplicate changes nothing
+    assert tx.spurious_losses == 1 and tx.acked_bytes == 8 * MSS
+
+
+def test_rto_declares_everything_in_flight_lost() -> None:
+    cc = _FixedWindow()
+    tx = TransportSender(0, cc)
+    tx.send(0)
+    assert tx.wake_us(0) == 1_000_000  # the initial RTO (RFC 6298)
+    tx.on_timer(1_000_000)
+    assert tx.rtos == 1 and tx.lost_bytes == 10 * MSS and tx.inflight == 0
+    assert tx.rto_us == 2_000_000  # backed off
+
+
+@pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/traces is not beside the project")
+@pytest.mark.parametrize("scheme", ["cubic", "bbr"])
+def test_sim_run_on_a_mahimahi_trace(
+    scheme: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "s.json"
+    trace = f"trace:{TRACES / 'Verizon-LTE-short.down'}"
+    args = ["sim", "run", "--scenario", trace, "--scheme", scheme, "--duration", "10",
+            "--json", str(out)]  # fmt: skip
+    assert main(args) == 0
+    (f,) = json.loads(out.read_text())["flows"]
+    assert f["traffic"] == "bulk" and f["scheme"] == scheme and f["transport"] == "packet"
+    assert f["goodput_kbps"] > 1000 and f["network_latency_ms"]["p99"] is not None
+    assert f["queue_delay_ms"]["p50"] is not None and f["rtt_ms"]["p50"] is not None
