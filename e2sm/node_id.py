@@ -2,8 +2,11 @@
 
 ``<kind>_<mcc>_<mnc>_<node id in hex>``, e.g. ``gnb_001_001_00019b`` for srsRAN's defaults
 (PLMN 00101, 22-bit gNB ID 411). The MNC is written with three digits, and the node ID with as
-many hex digits as its bit length needs. The RIC names nodes this way in routes and R-NIB
-records; E2 nodes and xApps use it to find theirs.
+many hex digits as its bit length needs. A split gNB's part that gives a gNB-DU-ID or a
+gNB-CU-UP-ID (one of the two, not both) gets it appended in hex, ``_<id>``, as O-RAN SC's
+e2term does: srsRAN's DU agent (gNB-DU-ID 0) is ``gnb_001_001_00019b_0`` while its CU-CP agent,
+same gNB ID, is ``gnb_001_001_00019b``, two nodes and not one refused as a duplicate. The RIC
+names nodes this way in routes and R-NIB records; E2 nodes and xApps use it to find theirs.
 """
 
 from __future__ import annotations
@@ -28,4 +31,10 @@ def plmn_digits(plmn: bytes) -> tuple[str, str]:
 def meid_of(node: GlobalE2NodeId) -> str:
     mcc, mnc = plmn_digits(node.plmn)
     digits = (node.node_id_bits + 3) // 4
-    return f"{_KIND_PREFIX.get(node.kind, 'node')}_{mcc}_{mnc}_{node.node_id:0{digits}x}"
+    name = f"{_KIND_PREFIX.get(node.kind, 'node')}_{mcc}_{mnc}_{node.node_id:0{digits}x}"
+    if node.kind in ("gNB", "en-gNB"):
+        if node.du_id is not None and node.cu_up_id is None:
+            return f"{name}_{node.du_id:x}"
+        if node.cu_up_id is not None and node.du_id is None:
+            return f"{name}_{node.cu_up_id:x}"
+    return name

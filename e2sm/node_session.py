@@ -320,12 +320,13 @@ class ScriptedNode(E2NodeSession[NodeSubscription, ScriptedNodeStats]):
         period_s: float | None = 0.01,  # None: no periodic reports (the caller sends them)
         ran_functions: list[RanFunction] | None = None,
         indications: IndicationSource = default_indication,
+        du_id: int | None = None,  # a split gNB's DU (gNB-DU-ID), as srsRAN's DU agent
     ) -> None:
         super().__init__(
             host,
             port,
             transport,
-            GlobalE2NodeId(plmn, gnb_id, 22),
+            GlobalE2NodeId(plmn, gnb_id, 22, du_id=du_id),
             ran_functions or default_ran_functions(),
             ScriptedNodeStats(),
         )

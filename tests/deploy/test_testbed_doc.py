@@ -159,10 +159,12 @@ def config_identity() -> dict[str, set[tuple[str, ...]]]:
 
 
 def gnb_row(path: Path) -> list[str]:
-    """What the gNB table must say for one config: gnb_id, pci, dl_arfcn, meid."""
+    """What the gNB table must say for one config: gnb_id, pci, dl_arfcn, the DU's meid (its
+    E2 setup carries the gNB-DU-ID, 0 unless the config sets one)."""
     g = _yaml(path)
     cell, plmn = g["cell_cfg"], g["cell_cfg"]["plmn"]
-    node = GlobalE2NodeId(plmn_bytes(plmn[:3], plmn[3:]), g["gnb_id"], g["gnb_id_bit_length"])
+    node = GlobalE2NodeId(plmn_bytes(plmn[:3], plmn[3:]), g["gnb_id"], g["gnb_id_bit_length"],
+                          du_id=int(g.get("gnb_du_id", 0)))  # fmt: skip
     return [str(g["gnb_id"]), str(cell["pci"]), str(cell["dl_arfcn"]), meid_of(node)]
 
 
@@ -233,7 +235,7 @@ def test_the_runbook_shows_the_project_scripts() -> None:
         ("| DNN | `rtc` |", "| DNN | `internet` |", "DNN"),
         ("`10.53.1.3:36421` |", "`10.53.1.3:36422` |", "E2"),
         ("| GUAMI | `00f110:2:1:0`", "| GUAMI | `00f110:1:1:0`", "GUAMI"),
-        ("`630000` | `gnb_001_001_00019c`", "`630000` | `gnb_001_001_00019d`", "100mhz"),
+        ("`630000` | `gnb_001_001_00019c_0`", "`630000` | `gnb_001_001_00019d_0`", "100mhz"),
     ],
 )
 def test_a_wrong_runbook_is_caught(old: str, new: str, expect: str) -> None:

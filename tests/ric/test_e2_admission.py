@@ -58,9 +58,11 @@ def e2_addr(stack: RicStack) -> tuple[str, int]:
     return ("127.0.0.1", stack.rt.ric.e2_port)
 
 
-def start_node(stack: RicStack, lt: LoopThread, gnb_id: int, wait: bool = True) -> ScriptedNode:
+def start_node(
+    stack: RicStack, lt: LoopThread, gnb_id: int, wait: bool = True, du_id: int | None = None
+) -> ScriptedNode:
     async def make() -> ScriptedNode:
-        node = ScriptedNode(*e2_addr(stack), "tcp", gnb_id=gnb_id, period_s=0.01)
+        node = ScriptedNode(*e2_addr(stack), "tcp", gnb_id=gnb_id, period_s=0.01, du_id=du_id)
         node.start()
         return node
 
@@ -155,6 +157,23 @@ def test_second_node_with_a_connected_id_is_refused_then_admitted_after_a_restar
         loop_thread.call(first.stop())
         if intruder is not None:
             loop_thread.call(intruder.stop())
+
+
+def test_a_gnb_s_du_and_cu_cp_agents_are_two_nodes(ric: RicStack, loop_thread: LoopThread) -> None:
+    """srsRAN's gNB runs a DU and a CU-CP E2 agent with the same gNB ID; the DU's adds its
+    gNB-DU-ID. Both are admitted, as two nodes (O-RAN SC e2term's naming: the DU's meid ends in
+    the DU ID), not one refused as a duplicate of the other."""
+    before = errors(ric, "duplicate_node")
+    cu_cp = start_node(ric, loop_thread, gnb_id=502)
+    du = start_node(ric, loop_thread, gnb_id=502, du_id=0)
+    try:
+        assert (cu_cp.meid, du.meid) == ("gnb_001_001_0001f6", "gnb_001_001_0001f6_0")
+        assert node_record(ric, loop_thread, du.meid)["connected"] is True
+        assert node_record(ric, loop_thread, cu_cp.meid)["connected"] is True
+        assert errors(ric, "duplicate_node") == before
+    finally:
+        loop_thread.call(du.stop())
+        loop_thread.call(cu_cp.stop())
 
 
 def test_a_silent_node_can_be_taken_over_after_the_idle_limit(
