@@ -119,6 +119,10 @@ class NodeSubscriptions:
     def _key(self, meid: str, kind: str) -> str:
         return f"{kind}.{meid}"
 
+    def get(self, meid: str, kind: str) -> NodeSub | None:
+        """The subscription of ``kind`` this xApp holds (or asked for) on node ``meid``."""
+        return self.subs.get(self._key(meid, kind))
+
     def subscribe(self, meid: str, want: Wanted) -> NodeSub:
         # our own id: submgr's outcome cannot arrive before we hold the record
         sid = f"{self.shell.name}-{want.kind}-{uuid.uuid4().hex[:12]}"

@@ -53,6 +53,9 @@ PERSIST_EVERY_S = 0.5
 RX_MESSAGES = (mt.RIC_INDICATION,)
 TX_MESSAGES = (mt.OCTORIC_HO_EVENT,)
 EXPIRE_EVERY_S = 1.0
+# A node that refused RC REPORT (srsRAN's DU offers E2SM-RC for control only) is followed by
+# KPM; after this long RC is asked again (the node may have been upgraded meanwhile).
+RC_RETRY_S = 600.0
 
 
 def unix_ms() -> int:
@@ -80,6 +83,7 @@ class HandoverXapp:
         self._trace = LatencyTrace("handover_out")  # benchmarks only (OCTORIC_LATENCY_TRACE)
         self.events: Counter[str] = Counter()  # published or not, by kind
         self.by_path: Counter[str] = Counter()  # handovers (starts) by detection path
+        self.rc_refused: dict[str, float] = {}  # meid -> when it refused RC REPORT (monotonic)
         self.last_errors: deque[dict[str, Any]] = deque(maxlen=20)
         self.recent: deque[dict[str, Any]] = deque(maxlen=50)  # the latest events
         self.latency = Quantiles()
@@ -211,10 +215,28 @@ class HandoverXapp:
         KPM where it offers E2SM-KPM (unless ``detection`` is rc)."""
         how = self.cfg.detection
         if how != KPM and node.has_function(rc.OID, rc.RAN_FUNCTION_ID):
+            if how != RC and node.has_kpm() and self._rc_refused(node.meid):
+                return [self.kpm_wanted()]
             return [self.rc_wanted()]
         if how != RC and node.has_kpm():
             return [self.kpm_wanted()]
         return []
+
+    def _rc_refused(self, meid: str) -> bool:
+        """With ``detection: auto``: did ``meid`` refuse RC REPORT lately? A node answers a
+        subscription it cannot serve with a failure and a cause (not a timeout); then KPM
+        follows its UEs, for ``RC_RETRY_S``, instead of asking for RC again and again."""
+        sub = self.node_subs.get(meid, RC)
+        now = time.monotonic()
+        error = sub.error if sub is not None and sub.state == "failed" else ""
+        last = self.rc_refused.get(meid)
+        if error and (last is None or now - last >= RC_RETRY_S):
+            self.counters["rc_refused_kpm_instead"] += 1
+            log.warning("%s refused RC REPORT (%s): following its UEs by KPM for %.0f s",
+                        meid, error, RC_RETRY_S)  # fmt: skip
+            self.rc_refused[meid] = now
+        t = self.rc_refused.get(meid)
+        return t is not None and now - t < RC_RETRY_S
 
     # --- RMR (dispatch thread) ---------------------------------------------------------------
     def _reject(self, reason: str, message: str, meid: str) -> None:
@@ -352,6 +374,8 @@ class HandoverXapp:
             "counters": dict(self.counters),
             "ho_events": dict(self.events),
             "handovers_by_path": dict(self.by_path),
+            # nodes followed by KPM because they refused RC REPORT, seconds since the refusal
+            "rc_refused": {m: round(time.monotonic() - t, 1) for m, t in self.rc_refused.items()},
             "detector": detector,
             "ues_followed": ues,
             "in_handover": in_ho,
