@@ -12,12 +12,30 @@ from __future__ import annotations
 
 import base64
 import hmac
+import os
 import secrets
 from collections.abc import Mapping
 
 TOKEN_ENV = "OCTORIC_API_TOKEN"
+TOKEN_FILE_ENV = "OCTORIC_API_TOKEN_FILE"  # or a file that holds it (a mounted Secret)
 TOKEN_FILE = "api-token"  # in the run folder
 PROXY_USER = "octoric"
+
+
+def token_from_env(environ: Mapping[str, str] | None = None) -> str:
+    """The token this process was given: ``$OCTORIC_API_TOKEN``, else the first line of the
+    file ``$OCTORIC_API_TOKEN_FILE`` names (the Helm charts mount a Secret there), else ""."""
+    env = os.environ if environ is None else environ
+    if env.get(TOKEN_ENV):
+        return env[TOKEN_ENV]
+    path = env.get(TOKEN_FILE_ENV)
+    if not path:
+        return ""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.readline().strip()
+    except OSError as e:
+        raise OSError(f"${TOKEN_FILE_ENV}: cannot read the API token from {path}: {e}") from e
 
 
 def new_token() -> str:

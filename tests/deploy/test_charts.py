@@ -60,3 +60,42 @@ def test_a_descriptor_that_lies_about_its_messages_fails(tmp_path: Path, shared_
 def test_one_descriptor_for_the_chart_and_octoric_run(name: str) -> None:
     shipped = (charts.CHARTS / name / "config-file.json").resolve()
     assert shipped == KNOWN[name].descriptor_file.resolve()
+
+
+def _render(chart: Path, *sets: str) -> list[dict[str, object]]:
+    import yaml
+
+    args = [charts.helm(), "template", "x", str(chart), "--namespace", "ricxapp"]
+    for s in sets:
+        args += ["--set", s]
+    out = charts._run(args)
+    assert out.returncode == 0, out.stderr
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+def test_each_xapp_gets_an_api_token_from_a_secret_file() -> None:
+    """State-changing REST calls need the API token (403 without one configured): the chart
+    makes a Secret with a random token, mounts it read-only and names the file in
+    OCTORIC_API_TOKEN_FILE (a file, not an environment variable: checkov CKV_K8S_35); or uses
+    the operator's Secret."""
+    import base64
+
+    docs = _render(charts.CHARTS / "occ")
+    (secret,) = [d for d in docs if d["kind"] == "Secret"]
+    token = base64.b64decode(secret["data"]["token"]).decode()  # type: ignore[index]
+    assert len(token) == 40 and token.isalnum()
+    (dep,) = [d for d in docs if d["kind"] == "Deployment"]
+    pod = dep["spec"]["template"]["spec"]  # type: ignore[index]
+    (c,) = pod["containers"]
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    assert "OCTORIC_API_TOKEN" not in env
+    path = Path(env["OCTORIC_API_TOKEN_FILE"])
+    vol = next(v for v in pod["volumes"] if "secret" in v)
+    assert vol["secret"]["secretName"] == secret["metadata"]["name"]  # type: ignore[index]
+    mount = next(m for m in c["volumeMounts"] if m["name"] == vol["name"])
+    assert mount["readOnly"] and Path(mount["mountPath"]) / "token" == path
+    mine = _render(charts.CHARTS / "occ", "apiToken.existingSecret=mine")
+    assert not [d for d in mine if d["kind"] == "Secret"]
+    (dep,) = [d for d in mine if d["kind"] == "Deployment"]
+    vols = dep["spec"]["template"]["spec"]["volumes"]  # type: ignore[index]
+    assert {"secretName": "mine", "defaultMode": 0o440} in [v.get("secret") for v in vols]

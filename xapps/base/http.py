@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import sys
 import threading
@@ -96,7 +95,7 @@ class HttpServer:
     def __init__(self, host: str, port: int, token: str | None = None) -> None:
         """``token``: the API token ``auth`` routes want (default ``$OCTORIC_API_TOKEN``)."""
         self.host, self.port = host, port
-        self.token = os.environ.get(auth.TOKEN_ENV, "") if token is None else token
+        self.token = auth.token_from_env() if token is None else token
         self.routes: list[Route] = []
         self.counters = HttpCounters()
         self._lock = threading.Lock()

@@ -143,7 +143,7 @@ class SubmgrClient:
         """``token``: the run's API token (default ``$OCTORIC_API_TOKEN``; none on O-RAN SC)."""
         self.url = (url or submgr_url()).rstrip("/")
         self.timeout_s = timeout_s
-        self.token = os.environ.get(auth.TOKEN_ENV, "") if token is None else token
+        self.token = auth.token_from_env() if token is None else token
 
     def _call(
         self, method: str, url: str, body: Any = None, timeout_s: float | None = None

@@ -25,6 +25,10 @@
 {{- printf "configmap-%s" (include "ricxapp.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{- define "ricxapp.apitokensecret" -}}
+{{- default (printf "%s-api-token" (include "ricxapp.fullname" .) | trunc 63 | trimSuffix "-") .Values.apiToken.existingSecret -}}
+{{- end -}}
+
 {{- define "ricxapp.serviceaccount" -}}
 {{- if .Values.serviceAccount.create -}}
 {{- default (include "ricxapp.fullname" .) .Values.serviceAccount.name -}}

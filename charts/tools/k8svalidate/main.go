@@ -32,6 +32,8 @@ func newObject(apiVersion, kind string) (interface{}, bool) {
 		return &corev1.Service{}, true
 	case "v1/ServiceAccount":
 		return &corev1.ServiceAccount{}, true
+	case "v1/Secret":
+		return &corev1.Secret{}, true
 	case "apps/v1/Deployment":
 		return &appsv1.Deployment{}, true
 	case "networking.k8s.io/v1/NetworkPolicy":
