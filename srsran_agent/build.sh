@@ -2,7 +2,7 @@
 # Applies octoric's srsRAN_Project patch series (srsran_agent/patches/) to a checkout of srsRAN_Project
 # release_25_10, then configures, builds and runs the series' unit tests.
 #
-#   srsran_agent/build.sh [--jobs N] [--tests-only] SRC_DIR [BUILD_DIR]
+#   srsran_agent/build.sh [--jobs N] [--tests-only] [--bench] SRC_DIR [BUILD_DIR]
 #
 # SRC_DIR   a git checkout of srsRAN_Project at tag release_25_10 (commit below) with a clean tree; the series is
 #           applied with `git am` on a new branch, octoric/patches. A checkout where this script already applied the
@@ -10,6 +10,8 @@
 # BUILD_DIR the CMake build directory (default: SRC_DIR/build-octoric).
 # --jobs N  parallel build jobs (default: all cores).
 # --tests-only  build the series' test targets only, not the gnb application.
+# --bench   after the tests, also run rlc_um_tx_benchmark in full (RLC UM TX with the Octopus dropper off vs on; it
+#           is always built, and ctest runs a short check of it); its JSON line is in the summary.
 #
 # Configure: Release, BUILD_TESTING=ON, ENABLE_WERROR=ON (the series' own files are -Werror regardless), and
 # OCTORIC_LIBOCTOPUS_DIR = this project's srsran_agent/liboctopus (built from here, never copied). The script installs
@@ -21,9 +23,12 @@ set -euo pipefail
 readonly TAG=release_25_10
 readonly TAG_COMMIT=d2f4b70dda8e2c557d5b05a0ac5f92dbddda19bc
 readonly BRANCH=octoric/patches
-# The series' test executables and the ctest names of their tests (every GoogleTest suite is octoric_*).
+# The series' test executables and the ctest names of their tests (every GoogleTest suite is octoric_*; the benchmark
+# rlc_um_tx_benchmark has a short check run, ctest octoric_rlc_um_tx_benchmark).
 readonly TEST_TARGETS=(rlc_octopus_liboctopus_test rlc_um_octopus_test asn1_e2sm_rc_octoric_test e2sm_rc_octopus_test
-  e2_indication_granularity_test e2sm_kpm_occ_test)
+  e2_indication_granularity_test e2sm_kpm_occ_test rlc_um_tx_benchmark)
+readonly BENCH_TARGET=rlc_um_tx_benchmark
+readonly BENCH_PATH=tests/benchmarks/rlc/rlc_um_tx_benchmark
 readonly CTEST_REGEX='^octoric_'
 # srsRAN_Project's build dependencies (its README), with GoogleTest for the unit tests.
 readonly APT_PACKAGES=(cmake make gcc g++ pkg-config libfftw3-dev libmbedtls-dev libsctp-dev libyaml-cpp-dev
@@ -34,7 +39,7 @@ patch_dir=$here/patches
 liboctopus_dir=$here/liboctopus
 
 usage() {
-  sed -n '4,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '4,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
   exit "${1:-2}"
 }
 die() {
@@ -44,6 +49,7 @@ die() {
 
 jobs=$(nproc 2>/dev/null || echo 2)
 tests_only=0
+bench=0
 args=()
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -59,6 +65,10 @@ while [[ $# -gt 0 ]]; do
     ;;
   --tests-only)
     tests_only=1
+    shift
+    ;;
+  --bench)
+    bench=1
     shift
     ;;
   -h | --help) usage 0 ;;
@@ -190,6 +200,20 @@ rc=${PIPESTATUS[0]}
 set -e
 end "ctest -R $CTEST_REGEX"
 
+# --- benchmark (--bench) ------------------------------------------------------------------------------------------
+bench_json=
+bench_rc=0
+if [[ $bench -eq 1 ]]; then
+  begin "running $BENCH_TARGET (dropper off vs on; the last line is JSON)"
+  bench_log=$build/octoric-bench.log
+  set +e
+  "$build/$BENCH_PATH" | tee "$bench_log"
+  bench_rc=${PIPESTATUS[0]}
+  set -e
+  bench_json=$(tail -n 1 "$bench_log")
+  end "$BENCH_TARGET"
+fi
+
 summary=$(grep -E 'tests passed|No tests were found' "$test_log" | tail -n 1 || true)
 echo
 echo "== summary"
@@ -197,6 +221,10 @@ echo "source:  $src ($(git -C "$src" rev-parse --short HEAD) on $(git -C "$src" 
 echo "build:   $build"
 echo "built:   ${targets[*]}"
 echo "tests:   ${summary:-no ctest summary}"
+if [[ $bench -eq 1 ]]; then
+  echo "bench:   ${bench_json:-no output} (exit $bench_rc; log $build/octoric-bench.log)"
+fi
 echo "PDUs:    $OCTORIC_PDU_OUT ($(find "$OCTORIC_PDU_OUT" -name '*.bin' | wc -l) files)"
 printf '%s\n' "${timings[@]}"
 [[ $rc -eq 0 && $summary != *"No tests were found"* && -n $summary ]] || die "unit tests failed or did not run"
+[[ $bench_rc -eq 0 ]] || die "$BENCH_TARGET failed (exit $bench_rc)"
