@@ -62,7 +62,7 @@ from octoric.sim.video import VideoSender, WiredPath
 
 EV_FRAME, EV_ARRIVE, EV_FB_SEND, EV_FB_RECV, EV_HO_START, EV_HO_END = range(6)
 EV_KPM, EV_PHY_RECV, EV_ABW_RECV, EV_DELIVER, EV_BULK_START, EV_HO_NOTIFY = range(6, 12)
-EV_TX, EV_ACK = 12, 13  # the packet-level transport: a sender's timer, an ACK arriving
+EV_TX, EV_ACK, EV_TX_HO = 12, 13, 14  # transport: a sender's timer, an ACK, a handover report
 
 BLOCK_SLOTS = 1000
 
@@ -374,6 +374,9 @@ class Engine:
             assert f.tx is not None
             f.tx.on_ack(t, seq)
             self._transmit(f, t)
+        elif kind == EV_TX_HO:
+            assert arg.tx is not None
+            arg.tx.scheme.on_handover(t, arg.tx)
         elif kind == EV_TX:
             f = arg
             if f.tx_wake_us == t:  # else a timer since moved earlier: that event did it
@@ -514,6 +517,9 @@ class Engine:
         if self.recorder is not None:
             e2 = int(self.sc.e2_delay_ms * 1000)
             self._push(t + e2, EV_HO_NOTIFY, (u.amf_ue_ngap_id, True))
+        for f in self.flows:  # handover reports to the servers of the UE's bulk flows
+            if f.ue == ev.ue and f.tx is not None:
+                self._push(t + int(self.sc.e2_delay_ms * 1000) + f.dl_delay_us, EV_TX_HO, f)
 
     # --- capacity accounting -----------------------------------------------------------
     def _flush(self, u: UeRadio, slot: int) -> None:

@@ -46,6 +46,7 @@ INITIAL_CWND = 10 * MSS  # RFC 6928
 class RateSample:
     """What one ACK tells the scheme (bytes, µs)."""
 
+    seq: int  # the packet this ACK acknowledges
     acked: int  # bytes newly acknowledged by this ACK
     delivered: int  # bytes delivered over ``interval_us`` (the delivery-rate sample)
     interval_us: int
@@ -85,6 +86,10 @@ class WindowScheme:
 
     def on_rto(self, now_us: int, sender: TransportSender) -> None:
         """The retransmission timer expired: everything in flight was declared lost."""
+
+    def on_handover(self, now_us: int, sender: TransportSender) -> None:
+        """A handover report about the flow's UE reached the sender (Octopus ToN'22: the
+        handover xApp tells application servers within milliseconds). Most schemes ignore it."""
 
     def target_bps(self, now_us: int, sender: TransportSender) -> float:
         """The rate the scheme aims at, for the time series: its pacing rate, else cwnd/srtt."""
@@ -236,7 +241,7 @@ class TransportSender:
         ack_elapsed = now_us - p.delivered_us
         self.first_sent_us = p.send_us
         rs = RateSample(
-            acked=p.size, delivered=self.delivered - p.delivered,
+            seq=seq, acked=p.size, delivered=self.delivered - p.delivered,
             interval_us=max(send_elapsed, ack_elapsed), rtt_us=rtt,
             prior_delivered=p.delivered, inflight=self.inflight, is_app_limited=p.is_app_limited,
         )  # fmt: skip

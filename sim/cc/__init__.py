@@ -19,7 +19,7 @@ from octoric.sim.cc.base import (
 
 # Each import registers its scheme (module-level ``register_scheme`` or
 # ``register_window_scheme`` call: window schemes drive the packet-level transport).
-from octoric.sim.cc.bbr import Bbr
+from octoric.sim.cc.bbr import Bbr, BbrH
 from octoric.sim.cc.cubic import Cubic
 from octoric.sim.cc.fixed import FixedRate
 from octoric.sim.cc.gcc import Gcc, GccNoProbe
@@ -32,6 +32,7 @@ __all__ = [
     "SCHEMES",
     "WINDOW_SCHEMES",
     "Bbr",
+    "BbrH",
     "Cubic",
     "FixedRate",
     "Gcc",

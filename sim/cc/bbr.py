@@ -117,14 +117,22 @@ class Bbr(WindowScheme):
         self._check_full_pipe()
         self._advance(now_us, rs, sender)
 
+    def _sample_bps(self, rs: RateSample) -> float:
+        return rs.delivery_bps
+
     def _update_btlbw(self, rs: RateSample) -> None:
-        bw = rs.delivery_bps
+        bw = self._sample_bps(rs)
         if bw <= 0 or (rs.is_app_limited and bw < self.btlbw):
             return
-        self.btlbw_samples.append((self.round, bw))
-        while self.btlbw_samples and self.btlbw_samples[0][0] <= self.round - BTLBW_ROUNDS:
-            self.btlbw_samples.popleft()
-        self.btlbw = max(b for _, b in self.btlbw_samples)
+        # the windowed max as a monotonic deque (bandwidths decreasing from the front): O(1) per
+        # sample, where Linux keeps its 3-sample minmax approximation of the same filter
+        q = self.btlbw_samples
+        while q and q[-1][1] <= bw:
+            q.pop()
+        q.append((self.round, bw))
+        while q[0][0] <= self.round - BTLBW_ROUNDS:
+            q.popleft()
+        self.btlbw = q[0][1]
 
     def _update_rtprop(self, now_us: int, rs: RateSample) -> None:
         expired = now_us - self.rtprop_at > RTPROP_WINDOW_US
@@ -209,3 +217,32 @@ class Bbr(WindowScheme):
 
 
 register_window_scheme("bbr")(Bbr)
+
+
+class BbrH(Bbr):
+    """BBR-H (Octopus, ToN'22 §IV, Eq. 2): BBR v1 that hears of its UE's handovers from the RAN
+    (the handover xApp's report to the server). On a report it records the newest sequence
+    number sent, Seq_HO; the delivery-rate sample of an ACK for a packet up to Seq_HO (one the
+    handover delayed) takes RTprop as its interval instead of the stretched one, so BtlBw and
+    cwnd do not drop for a handover's delayed ACKs. Everything else is BBR v1."""
+
+    name = "bbr-h"
+
+    def __init__(self, ctx: WindowContext) -> None:
+        super().__init__(ctx)
+        self.seq_ho = -1
+        self.handovers = 0
+        self.corrected_samples = 0
+
+    def on_handover(self, now_us: int, sender: TransportSender) -> None:
+        self.seq_ho = sender.next_seq - 1
+        self.handovers += 1
+
+    def _sample_bps(self, rs: RateSample) -> float:
+        if rs.seq <= self.seq_ho and self.rtprop_us > 0:
+            self.corrected_samples += 1
+            return rs.delivered * 8e6 / self.rtprop_us
+        return rs.delivery_bps
+
+
+register_window_scheme("bbr-h")(BbrH)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from octoric.cli import main
-from octoric.sim.cc.bbr import PROBE_BW, Bbr
+from octoric.sim.cc.bbr import PROBE_BW, Bbr, BbrH
 from octoric.sim.cc.cubic import BETA, C, Cubic
 from octoric.sim.engine import Engine, FlowState
 from octoric.sim.scenario import ChannelSpec, FlowSpec, Scenario, UeSpec
@@ -82,7 +82,8 @@ def _after_loss(w_max: int, rtt_us: int, seconds: float) -> tuple[Cubic, dict[fl
     seen: dict[float, float] = {}
     while t_us < seconds * 1e6:
         for _ in range(int(cc.cwnd_b / MSS)):
-            cc.on_ack(t_us, RateSample(MSS, MSS, rtt_us, rtt_us, 0, 0, False), snd)  # type: ignore[arg-type]
+            rs = RateSample(0, MSS, MSS, rtt_us, rtt_us, 0, 0, False)
+            cc.on_ack(t_us, rs, snd)  # type: ignore[arg-type]
         t_us += rtt_us
         seen[t_us / 1e6] = cc.cwnd_b / MSS
     return cc, seen
@@ -198,3 +199,52 @@ def test_sim_run_on_a_mahimahi_trace(
     assert f["traffic"] == "bulk" and f["scheme"] == scheme and f["transport"] == "packet"
     assert f["goodput_kbps"] > 1000 and f["network_latency_ms"]["p99"] is not None
     assert f["queue_delay_ms"]["p50"] is not None and f["rtt_ms"]["p50"] is not None
+
+
+def _btlbw_across_handovers(scheme: str) -> tuple[list[float], Engine]:
+    """Per handover of the first UE (high-speed rail, 60 s): BtlBw's lowest value in the second
+    after the handover started over its highest in the half second before."""
+    from octoric.sim.scenario import load
+
+    sc = load("hsr")
+    sc.duration_s = 60.0
+    for ue in sc.ues:
+        for fl in ue.flows:
+            fl.traffic, fl.scheme = "bulk", scheme
+    eng = Engine(sc, seed=1)
+    f = eng.flows[0]
+    assert f.tx is not None
+    cc = f.tx.scheme
+    assert isinstance(cc, Bbr)
+    seen: list[tuple[float, float]] = []
+    on_ack = cc.on_ack
+
+    def spy(now_us: int, rs: RateSample, snd: TransportSender) -> None:
+        on_ack(now_us, rs, snd)
+        seen.append((now_us / 1e6, cc.btlbw))
+
+    cc.on_ack = spy  # type: ignore[method-assign,assignment]
+    eng.run()
+    t, bw = np.array([a for a, _ in seen]), np.array([b for _, b in seen])
+    out = []
+    for h in (h for h in eng.handovers if h.ue == f.ue):
+        before = bw[(t > h.start_s - 0.5) & (t < h.start_s)]
+        after = bw[(t > h.start_s) & (t < h.start_s + 1.0)]
+        if len(before) and len(after):
+            out.append(float(after.min() / before.max()))
+    return out, eng
+
+
+def test_bbr_h_keeps_its_bandwidth_estimate_across_handovers() -> None:
+    """ToN'22 §IV: ACKs the handover delayed make BBR's delivery-rate samples low (their interval
+    spans the interruption) and its BtlBw falls; BBR-H, told of the handover, takes RTprop as
+    the interval of those samples (Eq. 2) and keeps its estimate."""
+    bbr, _ = _btlbw_across_handovers("bbr")
+    bbr_h, eng = _btlbw_across_handovers("bbr-h")
+    assert len(bbr) == len(bbr_h) >= 10
+    assert min(bbr) < 0.6  # BBR's estimate falls to less than 60 % after some handover
+    assert min(bbr_h) > 0.8  # BBR-H's stays above 80 % after every one
+    f = eng.flows[0]
+    assert f.tx is not None
+    cc = f.tx.scheme
+    assert isinstance(cc, BbrH) and cc.handovers == len(bbr_h) and cc.corrected_samples > 0
