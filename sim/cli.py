@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     r.add_argument(
         "--scheme",
-        help="override every video flow's rate-control scheme; a window scheme (cubic, bbr, bbr-h) "
+        help="override every video flow's rate-control scheme; a window scheme (cubic, bbr, bbr-h, copa) "
         "turns the video flows into bulk transfers on the packet-level transport",
     )
     r.add_argument(

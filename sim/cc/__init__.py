@@ -20,6 +20,7 @@ from octoric.sim.cc.base import (
 # Each import registers its scheme (module-level ``register_scheme`` or
 # ``register_window_scheme`` call: window schemes drive the packet-level transport).
 from octoric.sim.cc.bbr import Bbr, BbrH
+from octoric.sim.cc.copa import Copa
 from octoric.sim.cc.cubic import Cubic
 from octoric.sim.cc.fixed import FixedRate
 from octoric.sim.cc.gcc import Gcc, GccNoProbe
@@ -33,6 +34,7 @@ __all__ = [
     "WINDOW_SCHEMES",
     "Bbr",
     "BbrH",
+    "Copa",
     "Cubic",
     "FixedRate",
     "Gcc",

@@ -248,3 +248,20 @@ def test_bbr_h_keeps_its_bandwidth_estimate_across_handovers() -> None:
     assert f.tx is not None
     cc = f.tx.scheme
     assert isinstance(cc, BbrH) and cc.handovers == len(bbr_h) and cc.corrected_samples > 0
+
+
+@pytest.mark.parametrize("delta", [0.5, 0.1])
+def test_copa_keeps_a_queue_of_about_one_over_delta_packets(delta: float) -> None:
+    """Copa (NSDI'18 §2): at its target rate 1 / (delta d_q) the queue holds about 1/delta
+    packets (oscillating up to 2.5/delta); it uses the link; a 4 MB buffer does not tempt it."""
+    flow = FlowSpec(traffic="bulk", scheme="copa", params={"delta": delta})
+    ue = UeSpec(channel=ChannelSpec("constant", rate_mbps=LINK_BPS / 1e6), flows=[flow],
+                queue_limit_bytes=4_000_000)  # fmt: skip
+    eng = Engine(Scenario(name="copa", duration_s=20.0, ues=[ue], timeseries_ms=250.0), 3)
+    eng.run()
+    f, qdelay, util = _flow(eng)
+    pkt_ms = (MSS + HEADER) * 8 / LINK_BPS * 1000
+    queued = float(np.percentile(qdelay, 50)) / pkt_ms
+    assert util >= 0.95
+    assert 1 / delta <= queued <= 2.5 / delta, queued
+    assert f.tx is not None and f.tx.stats()["loss_events"] == 0
