@@ -30,6 +30,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from redis.exceptions import RedisError
 
 from octoric.contracts import message_types as mt
 from octoric.e2sm import e2ap
@@ -351,6 +352,10 @@ class Submgr:
     async def _subscribe(
         self, sid: str, common: dict[str, Any], specs: list[dict[str, Any]]
     ) -> None:
+        """Every spec gets an answer in the one notification to the xApp: its instance, or
+        the cause it failed with. A fault on the way (Redis away or timing out, a bug) is
+        counted, undone in memory and told to the client, which may ask again; it never dies
+        in this background task with the client left waiting."""
         instances = []
         for spec in specs:
             client = Client(
@@ -360,50 +365,85 @@ class Submgr:
                 sid,
                 spec["xapp_event_instance_id"],
             )
-            probe = E2Subscription(
-                0,
-                common["meid"],
-                common["ran_function_id"],
-                spec["trigger"],
-                spec["actions"],
-                common["routing"],
-                common["timeout"],
-                common["retries"],
-            )
-            same = next(
-                (
-                    s
-                    for s in self.subs.values()
-                    if s.merge_key() == probe.merge_key()
-                    and s.state in ("active", "requested", "waiting-node")
-                ),
-                None,
-            )
-            if same is not None:  # merge into the existing E2 subscription
-                same.clients.append(client)
-                await self._routes(same, [client], add=True)
-                await self._save(same)
-                if same.state == "requested":
-                    await self._wait_state(same)
-                ok = same.state in ("active", "waiting-node")
-                instances.append(
-                    self._instance(client, same.instance_id, None if ok else same.state)
-                )
-                continue
-            probe.instance_id = await self._new_instance_id()
-            probe.clients.append(client)
-            self.subs[probe.instance_id] = probe
-            await self._save(probe)
-            await self._routes(probe, [client], add=True)
             try:
-                cause = await self._request_e2(probe)
-            except Exception as e:  # tell the client; never lose the answer in a dead task
-                self.stats.errors["internal"] += 1
-                log.exception("subscription %d failed", probe.instance_id)
-                await self._forget(probe)
-                cause = f"internal error: {e}"
-            instances.append(self._instance(client, probe.instance_id, cause))
+                iid, cause = await self._subscribe_one(client, common, spec)
+            except Exception as e:
+                kind = "sdl" if isinstance(e, RedisError | OSError) else "internal"
+                self.stats.errors[kind] += 1
+                log.warning("subscription %s for %s failed (%s): %s", sid, common["meid"],
+                            kind, e, exc_info=kind == "internal")  # fmt: skip
+                iid = await self._undo(client)
+                cause = f"{'SDL unavailable' if kind == 'sdl' else 'internal error'}: {e}"
+            instances.append(self._instance(client, iid, cause))
         await self._notify(common["host"], common["http_port"], sid, instances)
+
+    async def _subscribe_one(
+        self, client: Client, common: dict[str, Any], spec: dict[str, Any]
+    ) -> tuple[int, str | None]:
+        """(E2 instance id, failure cause or None) of one spec: merged into the E2 subscription
+        that asks the same of the same node, else a new one requested from the node."""
+        probe = E2Subscription(
+            0,
+            common["meid"],
+            common["ran_function_id"],
+            spec["trigger"],
+            spec["actions"],
+            common["routing"],
+            common["timeout"],
+            common["retries"],
+        )
+        same = next(
+            (
+                s
+                for s in self.subs.values()
+                if s.merge_key() == probe.merge_key()
+                and s.state in ("active", "requested", "waiting-node")
+            ),
+            None,
+        )
+        if same is not None:  # merge into the existing E2 subscription
+            same.clients.append(client)
+            await self._routes(same, [client], add=True)
+            await self._save(same)
+            if same.state == "requested":
+                await self._wait_state(same)
+            ok = same.state in ("active", "waiting-node")
+            return same.instance_id, None if ok else same.state
+        probe.instance_id = await self._new_instance_id()
+        probe.clients.append(client)
+        self.subs[probe.instance_id] = probe
+        await self._save(probe)
+        await self._routes(probe, [client], add=True)
+        try:
+            cause = await self._request_e2(probe)
+        except Exception as e:  # tell the client; never lose the answer in a dead task
+            self.stats.errors["internal"] += 1
+            log.exception("subscription %d failed", probe.instance_id)
+            await self._forget(probe)
+            cause = f"internal error: {e}"
+        return probe.instance_id, cause
+
+    async def _undo(self, client: Client) -> int:
+        """Take a client whose subscription failed half-way out of memory (and, best effort,
+        out of the routes and SDL); the E2 instance it had joined, or 0."""
+        iid = 0
+        for s in list(self.subs.values()):
+            if not any(c is client for c in s.clients):
+                continue
+            iid = s.instance_id
+            s.clients = [c for c in s.clients if c is not client]
+            try:
+                await self._routes(s, [client], add=False)
+                if s.clients:
+                    await self._save(s)
+                elif s.state == "active":  # its last client: the node stops reporting
+                    await self._delete_e2(s)
+                else:  # never asked of the node (it failed before the request)
+                    await self._forget(s)
+            except Exception as e:  # Redis still away: memory is right, SDL catches up later
+                self.stats.errors["sdl"] += 1
+                log.warning("undoing subscription %d: %s", s.instance_id, e)
+        return iid
 
     @staticmethod
     def _instance(client: Client, iid: int, cause: str | None) -> dict[str, Any]:
