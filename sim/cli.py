@@ -31,8 +31,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     r.add_argument(
         "--scheme",
-        help="override every video flow's rate-control scheme; a window scheme (cubic, bbr, bbr-h, copa) "
-        "turns the video flows into bulk transfers on the packet-level transport",
+        help="override every video flow's rate-control scheme; a window scheme (cubic, bbr, "
+        "bbr-h, copa) turns the video flows into bulk transfers on the packet-level transport",
     )
     r.add_argument(
         "--abw",

@@ -13,8 +13,10 @@ from redis.exceptions import TimeoutError as RedisTimeout
 from octoric.ric.submgr import E2Subscription, Submgr
 
 pytestmark = pytest.mark.unit
-COMMON: dict[str, Any] = {"host": "127.0.0.1", "http_port": 1, "rmr_port": 2, "meid": "gnb_001_001_00019b",
-          "ran_function_id": 2, "routing": True, "timeout": 1.0, "retries": 0}  # fmt: skip
+COMMON: dict[str, Any] = {
+    "host": "127.0.0.1", "http_port": 1, "rmr_port": 2, "meid": "gnb_001_001_00019b",
+    "ran_function_id": 2, "routing": True, "timeout": 1.0, "retries": 0,
+}  # fmt: skip
 SPEC: dict[str, Any] = {
     "xapp_event_instance_id": 7,
     "trigger": "0a",
