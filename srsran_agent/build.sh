@@ -26,7 +26,7 @@ readonly BRANCH=octoric/patches
 # The series' test executables and the ctest names of their tests (every GoogleTest suite is octoric_*; the benchmark
 # rlc_um_tx_benchmark has a short check run, ctest octoric_rlc_um_tx_benchmark).
 readonly TEST_TARGETS=(rlc_octopus_liboctopus_test rlc_um_octopus_test asn1_e2sm_rc_octoric_test e2sm_rc_octopus_test
-  e2_indication_granularity_test e2sm_kpm_occ_test rlc_um_tx_benchmark)
+  e2_indication_granularity_test e2sm_kpm_occ_test rlc_um_tx_benchmark e2sm_rc_ue_info_report_test)
 readonly BENCH_TARGET=rlc_um_tx_benchmark
 readonly BENCH_PATH=tests/benchmarks/rlc/rlc_um_tx_benchmark
 readonly CTEST_REGEX='^octoric_'
