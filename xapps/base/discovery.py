@@ -2,7 +2,9 @@
 ``e2Manager`` namespace, which O-RAN SC's e2mgr and octoric's e2term both write.
 
 The KPM measurements a node offers come from its KPM RAN function definition in the R-NIB
-record (the E2SM-KPM-RANfunction-Description bytes as a hex string, as e2term writes them).
+record (the E2SM-KPM-RANfunction-Description bytes as a hex string, as e2term writes them), and
+the E2SM-RC REPORT styles it offers from its RC RAN function definition (srsRAN's DU offers RC
+for control only; its CU-CP, with octoric's patch, REPORT style 4).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from octoric.e2sm import kpm
+from octoric.e2sm import kpm, rc
 from octoric.e2sm.errors import E2smError
 from octoric.e2sm.kpm_version import KpmVersion, announced, is_kpm
 
@@ -30,6 +32,7 @@ class E2Node:
     ran_functions: tuple[tuple[int, str], ...]  # (RAN function ID, OID)
     kpm_styles: KpmStyles = ()  # from the KPM RAN function definition; () if unknown
     kpm_version: KpmVersion | None = None  # what its E2 Setup announces (kpm_version.announced)
+    rc_report_styles: tuple[int, ...] | None = None  # E2SM-RC REPORT styles; None: not known
 
     def has_function(self, oid: str, ran_function_id: int | None = None) -> bool:
         return any(
@@ -96,6 +99,25 @@ def _kpm_function(meid: str, functions: Any) -> tuple[KpmStyles, KpmVersion | No
     return (() if d is None else _styles(d)), version
 
 
+@functools.lru_cache(maxsize=256)
+def rc_report_styles_of(definition: str) -> tuple[int, ...] | None:
+    """The REPORT styles of an E2SM-RC RAN function definition (hex); None if it does not
+    decode (cached: a bad one is logged once)."""
+    try:
+        d = rc.decode_rc(rc.RcRanFunctionDefinition, bytes.fromhex("".join(definition.split())))
+    except (ValueError, E2smError) as e:
+        log.warning("RC RAN function definition not readable (%d chars): %s", len(definition), e)
+        return None
+    return tuple(st.style for st in d.report_styles or ())
+
+
+def _rc_report_styles(functions: Any) -> tuple[int, ...] | None:
+    f = next((f for f in functions if str(f.ran_function_oid) == rc.OID), None)
+    if f is None:
+        f = next((f for f in functions if int(f.ran_function_id) == rc.RAN_FUNCTION_ID), None)
+    return None if f is None else rc_report_styles_of(str(f.ran_function_definition))
+
+
 def rnib_nodes(xapp: Any) -> list[E2Node]:
     """The gNBs the R-NIB knows, through an ``RMRXapp`` (``get_list_gnb_ids``, ``GetNodeb``)."""
     out = []
@@ -105,6 +127,7 @@ def rnib_nodes(xapp: Any) -> list[E2Node]:
         funcs: tuple[tuple[int, str], ...] = ()
         styles: KpmStyles = ()
         version: KpmVersion | None = None
+        rc_styles: tuple[int, ...] | None = None
         connected = ident.connection_status == CONNECTED
         if info is not None:
             connected = info.connection_status == CONNECTED
@@ -114,5 +137,6 @@ def rnib_nodes(xapp: Any) -> list[E2Node]:
                     for f in info.gnb.ran_functions
                 )
                 styles, version = _kpm_function(name, info.gnb.ran_functions)
-        out.append(E2Node(name, connected, funcs, styles, version))
+                rc_styles = _rc_report_styles(info.gnb.ran_functions)
+        out.append(E2Node(name, connected, funcs, styles, version, rc_styles))
     return sorted(out, key=lambda n: n.meid)

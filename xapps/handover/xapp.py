@@ -214,7 +214,15 @@ class HandoverXapp:
         """RC REPORT where the node offers E2SM-RC (unless ``detection`` is kpm), else UE-level
         KPM where it offers E2SM-KPM (unless ``detection`` is rc)."""
         how = self.cfg.detection
-        if how != KPM and node.has_function(rc.OID, rc.RAN_FUNCTION_ID):
+        # a node whose RC definition lists no REPORT style 4 (srsRAN's DU: RC for control) is
+        # not asked for it; one whose definition is not known is asked, and KPM follows it
+        # after a refusal
+        offers = node.rc_report_styles
+        if (
+            how != KPM
+            and node.has_function(rc.OID, rc.RAN_FUNCTION_ID)
+            and (offers is None or rc.REPORT_STYLE_UE_INFORMATION in offers or how == RC)
+        ):
             if how != RC and node.has_kpm() and self._rc_refused(node.meid):
                 return [self.kpm_wanted()]
             return [self.rc_wanted()]

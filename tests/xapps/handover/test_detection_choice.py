@@ -63,3 +63,24 @@ def test_a_timeout_is_not_a_refusal_and_detection_rc_never_falls_back() -> None:
     assert _kinds(x, BOTH) == [RC]
     x.cfg = replace(x.cfg, detection=KPM)
     assert _kinds(x, BOTH) == [KPM] and _kinds(x, RC_ONLY) == []
+
+
+def test_the_rc_definition_decides_before_any_refusal() -> None:
+    """A node whose E2SM-RC definition lists no REPORT style 4 (srsRAN's DU offers RC for
+    control only) is followed by KPM from the start; one that lists it (octoric's gNBs,
+    srsRAN's CU-CP with patch 0009) by RC; an unknown definition is asked for RC."""
+    from dataclasses import replace as dc_replace
+
+    from octoric.xapps.base.discovery import rc_report_styles_of
+
+    x = _xapp()
+    ours = rc.encode_rc(rc.octoric_ran_function_definition()).hex()
+    styles = rc_report_styles_of(ours)
+    assert styles is not None and rc.REPORT_STYLE_UE_INFORMATION in styles
+    assert rc_report_styles_of("00ff") is None  # not a definition: not known
+    assert _kinds(x, dc_replace(BOTH, rc_report_styles=styles)) == [RC]
+    control_only = dc_replace(BOTH, rc_report_styles=())
+    assert _kinds(x, control_only) == [KPM] and x.counters["rc_refused_kpm_instead"] == 0
+    assert _kinds(x, dc_replace(RC_ONLY, rc_report_styles=())) == []  # nothing to follow it by
+    x.cfg = replace(x.cfg, detection=RC)
+    assert _kinds(x, control_only) == [RC]  # asked for: the node will answer
