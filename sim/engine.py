@@ -323,9 +323,7 @@ class Engine:
         tx, path = f.tx, f.path
         assert tx is not None and path is not None
         for p in tx.send(t):
-            a = path.arrival_us(p.send_us, p.size) if path.cfg.bottleneck_bps else (
-                p.send_us + path.one_way_us
-            )  # fmt: skip
+            a = path.arrival_us(p.send_us, p.size)
             if a is None:
                 f.wired_lost_pkts += 1
                 continue
