@@ -32,7 +32,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     r.add_argument(
         "--scheme",
         help="override every video flow's rate-control scheme; a window scheme (cubic, bbr, "
-        "bbr-h, copa) turns the video flows into bulk transfers on the packet-level transport",
+        "bbr-h, copa, rocc) turns the video flows into bulk transfers on the packet-level "
+        "transport, unless --traffic video is given (then the video goes over the transport); "
+        "copa+dumbo, rocc+dumbo: video over the transport with Dumbo's padding",
     )
     r.add_argument(
         "--abw",
@@ -110,12 +112,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(func=_help)
 
 
+# window schemes the Dumbo thesis pairs with its padding (``NAME+dumbo``, sim/cc/dumbo.py)
+DUMBO_SCHEMES = ("copa+dumbo", "rocc+dumbo")
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
     from octoric.sim.cc import SCHEMES, WINDOW_SCHEMES
 
     print("scenarios:", ", ".join(BUILTIN), "(or a YAML file; see docs/sim.md)")
     print("schemes:  ", ", ".join(sorted(SCHEMES)), "(video)")
-    print("           ", ", ".join(sorted(WINDOW_SCHEMES)), "(bulk, packet-level transport)")
+    print(
+        "           ",
+        ", ".join(sorted(WINDOW_SCHEMES)),
+        "(bulk, packet-level transport;",
+        "video over it with --traffic video)",
+    )
+    print("           ", ", ".join(DUMBO_SCHEMES), "(video on the transport, Dumbo's padding)")
     return 0
 
 
@@ -144,6 +156,14 @@ def scheme_table() -> list[dict[str, object]]:
             "reads_abw": bool(getattr(factory, "wants_abw", False)),
             "traffic": "bulk" if name in WINDOW_SCHEMES else "video",
         })  # fmt: skip
+    from octoric.sim.cc import dumbo
+
+    doc = " ".join(inspect.cleandoc(dumbo.__doc__ or "").split("\n\n", 1)[0].split())
+    for name in DUMBO_SCHEMES:
+        out.append({
+            "name": name, "class": "DumboControl", "module": "sim/cc/dumbo.py", "follows": doc,
+            "reads_feedback": False, "reads_abw": False, "traffic": "video (packet transport)",
+        })  # fmt: skip
     return out
 
 
@@ -153,8 +173,9 @@ def _cmd_schemes(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     for r in rows:
+        acks = r["traffic"] != "video"
         reads = [k for k, v in (("feedback", r["reads_feedback"]), ("ABW", r["reads_abw"]),
-                                ("per-packet ACKs", r["traffic"] == "bulk")) if v]  # fmt: skip
+                                ("per-packet ACKs", acks)) if v]  # fmt: skip
         print(f"{r['name']:<13} {r['module']}  reads: {', '.join(reads) or 'nothing'}")
         print(textwrap.fill(str(r["follows"] or "(no description)"), 96,
                             initial_indent="    ", subsequent_indent="    "))  # fmt: skip
@@ -179,8 +200,8 @@ def _scenario(args: argparse.Namespace) -> Scenario:
                 f.traffic = args.traffic
             if args.scheme:
                 f.scheme = args.scheme
-                if args.scheme in WINDOW_SCHEMES and f.traffic == "video":
-                    f.traffic = "bulk"  # a window scheme runs a bulk transfer, not video
+                if args.scheme in WINDOW_SCHEMES and f.traffic == "video" and not args.traffic:
+                    f.traffic = "bulk"  # a window scheme runs a bulk transfer, unless told
             if getattr(args, "svc", None):
                 f.video.svc = args.svc
             if getattr(args, "octopus_header", False):

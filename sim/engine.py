@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from octoric.sim.cc import RateController, SchemeContext, build_scheme
+from octoric.sim.cc.dumbo import DumboControl, split_dumbo
 from octoric.sim.channels import (
     Channel,
     ChannelContext,
@@ -36,7 +37,7 @@ from octoric.sim.channels import (
     reported_block,
 )
 from octoric.sim.dropper import DropperConfig, OctopusDropper
-from octoric.sim.errors import SimError
+from octoric.sim.errors import ScenarioError, SimError
 from octoric.sim.mcs import McsMapper
 from octoric.sim.measurements import (
     ABW_SOURCES,
@@ -53,6 +54,7 @@ from octoric.sim.receiver import VideoReceiver
 from octoric.sim.rlc import DlQueue
 from octoric.sim.scenario import ChannelSpec, FlowSpec, Scenario
 from octoric.sim.transport import (
+    WINDOW_SCHEMES,
     TransportReceiver,
     TransportSender,
     WindowContext,
@@ -91,6 +93,8 @@ class FlowState:
     tx: TransportSender | None = None  # a bulk flow's packet-level transport sender
     tx_sink: TransportReceiver | None = None  # its receiver (video flows have ``receiver``)
     tx_wake_us: int | None = None  # when its timer event is due (one pending at a time)
+    dumbo: DumboControl | None = None  # a video flow on the transport: its encoder control
+    enc_target_bps: float = math.nan  # ... and the target it last gave the encoder
     ts_target: list[float] = field(default_factory=list)
     ts_abw: list[float] = field(default_factory=list)
 
@@ -273,6 +277,14 @@ class Engine:
             return f
         if spec.traffic == "bulk":
             return self._bulk_flow(idx, ue, spec, one_way)
+        base, dumbo = split_dumbo(spec.scheme)
+        if base in WINDOW_SCHEMES:
+            return self._transport_video_flow(idx, ue, spec, one_way, base, dumbo)
+        if dumbo:
+            raise ScenarioError(
+                f"scheme {spec.scheme!r}: Dumbo's padding goes with a window scheme "
+                f"({', '.join(sorted(WINDOW_SCHEMES))})"
+            )
         params: dict[str, Any] = {}
         if spec.rate_mbps is not None:
             params["rate_bps"] = spec.rate_mbps * 1e6
@@ -318,6 +330,52 @@ class Engine:
         self._push(f.tx_wake_us, EV_TX, f)
         return f
 
+    def _transport_video_flow(self, idx: int, ue: int, spec: FlowSpec, one_way: int,
+                              base: str, dumbo: bool) -> FlowState:  # fmt: skip
+        """A video sender on the packet-level transport with a window scheme (Dumbo thesis §4):
+        the encoder's frames wait in the media queue, the window and the pacer send them,
+        every packet is acknowledged; ``dumbo`` pads an empty queue with dummy packets."""
+        scheme = build_window_scheme(
+            base, WindowContext(params=dict(spec.params), seed=self.seed * 1000 + idx)
+        )
+        start = spec.start_mbps * 1e6
+        sender = VideoSender(idx, idx + 1, spec.video, self._rng(), start)
+        recv = VideoReceiver(sender.msgs, sender.frames)
+        recv.want_feedback = False  # per-packet ACKs instead
+        f = FlowState(
+            idx, ue, spec, None, sender, recv, WiredPath(spec.path),
+            frame_us=round(1e6 / spec.video.fps),
+            ul_delay_us=one_way + int(spec.uplink_ms * 1000), dl_delay_us=one_way,
+        )  # fmt: skip
+        f.tx = TransportSender(idx, scheme, media=sender, padding=dumbo)
+        f.dumbo = DumboControl(start)
+
+        def ack(p: Packet, t_us: int) -> None:
+            self._push(t_us + f.ul_delay_us, EV_ACK, (f, p.seq))
+
+        f.tx_sink = TransportReceiver(ack, header=0)
+        self.flows.append(f)
+        t0 = int(spec.start_s * 1e6)
+        self._push(t0, EV_FRAME, f)
+        return f
+
+    def _on_transport_frame(self, f: FlowState, t: int) -> None:
+        """A frame tick of a video flow on the transport: Dumbo's encoder control, then send."""
+        sender, tx, ctl = f.sender, f.tx, f.dumbo
+        assert sender is not None and tx is not None and ctl is not None
+        nxt = t + f.frame_us
+        last = f.spec.stop_s is not None and nxt >= f.spec.stop_s * 1e6
+        d = ctl.decide(t, tx.scheme.sending_bps(tx), sender.pending_bytes, sender.cfg.min_bps)
+        if d.skip:
+            sender.skip_frame()
+        else:
+            sender.encode(t, d.target_bps)
+            ctl.on_queue(t, sender.pending_bytes)
+        f.enc_target_bps = d.target_bps
+        self._transmit(f, t)
+        if not last:
+            self._push(nxt, EV_FRAME, f)
+
     def _transmit(self, f: FlowState, t: int) -> None:
         """Put what the transport may send now on the wire, and time its next wake-up."""
         tx, path = f.tx, f.path
@@ -328,6 +386,8 @@ class Engine:
                 f.wired_lost_pkts += 1
                 continue
             self._push(a, EV_ARRIVE, p)
+        if f.dumbo is not None and f.sender is not None:
+            f.dumbo.on_queue(t, f.sender.pending_bytes)
         wake = tx.wake_us(t)
         if wake is not None and (f.tx_wake_us is None or wake < f.tx_wake_us):
             f.tx_wake_us = wake
@@ -359,13 +419,16 @@ class Engine:
                 f.tail_dropped_pkts += len(q.tail_dropped)
                 q.tail_dropped.clear()
         elif kind == EV_FRAME:
-            self._on_frame(arg, t)
+            if arg.tx is not None:
+                self._on_transport_frame(arg, t)
+            else:
+                self._on_frame(arg, t)
         elif kind == EV_DELIVER:
             p = arg
             fl = self.flows[p.flow]
             if fl.receiver is not None:
                 fl.receiver.on_packet(p, t)
-            elif fl.tx_sink is not None:
+            if fl.tx_sink is not None:
                 fl.tx_sink.on_packet(p, t)
         elif kind == EV_ACK:
             f, seq = arg
@@ -637,8 +700,10 @@ class Engine:
         for f in self.flows:
             now = slot * self.slot_us
             f.ts_target.append(
-                f.ctrl.target_bps(now) if f.ctrl else f.tx.target_bps(now) if f.tx else math.nan
-            )
+                f.ctrl.target_bps(now) if f.ctrl
+                else f.enc_target_bps if f.dumbo  # a video encoder on the transport
+                else f.tx.target_bps(now) if f.tx else math.nan
+            )  # fmt: skip
             f.ts_abw.append(f.abw_bps if f.abw_bps is not None else math.nan)
 
     # --- main loop ---------------------------------------------------------------------
@@ -717,7 +782,7 @@ class Engine:
                                     fl = flows[p.flow]
                                     if fl.receiver is not None:
                                         fl.receiver.on_packet(p, t_end)
-                                    elif fl.tx_sink is not None:
+                                    if fl.tx_sink is not None:
                                         fl.tx_sink.on_packet(p, t_end)
                                 q.delivered.clear()
                         if q.dropped:

@@ -83,14 +83,16 @@ def build_summary(eng: Engine, wall_seconds: float) -> dict[str, Any]:
     flows = []
     for f in eng.flows:
         d: dict[str, Any] = {"flow": f.idx, "ue": f.ue, "traffic": f.spec.traffic}
-        if f.sender is not None and f.receiver is not None and f.ctrl is not None:
+        if f.sender is not None and f.receiver is not None:
             r, snd = f.receiver, f.sender
             lat = r.frame_latency_ms
             dur = max(sim_s - f.spec.start_s, 1e-9)
+            wants_abw = f.ctrl is not None and f.ctrl.wants_abw
             d.update({
-                "scheme": f.ctrl.name,
-                "abw_source": (eng.abw.name if eng.abw is not None and f.ctrl.wants_abw else None),
+                "scheme": f.ctrl.name if f.ctrl is not None else f.spec.scheme,
+                "abw_source": eng.abw.name if eng.abw is not None and wants_abw else None,
                 "frames_sent": len(snd.frames.enc_us),
+                "frames_skipped": snd.skipped_frames,
                 "frames_decoded": len(lat),
                 "frame_latency_ms": _pct(lat),
                 "network_latency_ms": _pct(r.net_latency_ms),
@@ -106,7 +108,17 @@ def build_summary(eng: Engine, wall_seconds: float) -> dict[str, Any]:
                 "feedback_held": f.feedback_held,
                 "undecodable_messages": r.undecodable_complete(),
             })  # fmt: skip
-        if f.tx is not None and f.tx_sink is not None:
+        if f.tx is not None and f.sender is not None:  # video on the packet-level transport
+            sent = f.tx.media_bytes + f.tx.padding_bytes
+            d.update({
+                "transport": "packet",
+                "window_scheme": f.tx.scheme.name,
+                "padding": f.tx.padding,
+                "padding_share": _r(f.tx.padding_bytes / sent, 4) if sent else None,
+                "rtt_ms": _pct(f.tx.rtt_samples_ms),
+                **f.tx.stats(),
+            })  # fmt: skip
+        elif f.tx is not None and f.tx_sink is not None:
             dur = max(sim_s - f.spec.start_s, 1e-9)
             rcv = f.tx_sink
             d.update({

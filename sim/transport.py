@@ -22,15 +22,22 @@ What each part follows:
 - **Pacing**: a scheme that gives ``pacing_bps`` has its packets spaced at that rate; one
   that gives None sends as the window allows, in ACK-clocked bursts (CUBIC without fq).
 
-The application is a bulk transfer (always data to send), as ToN'22's and MORC's TCP flows.
+The application is a bulk transfer (always data to send), as ToN'22's and MORC's TCP flows,
+or a real-time video sender (``media``: a ``VideoSender``'s queue of encoded packets, sent as
+they are, never retransmitted) with Dumbo's padding as an option (Rahmanian, MIT 2023, §4):
+when the window and the pacer allow a packet and the media queue is empty, a dummy packet
+(at most an MSS, at least ``MIN_PADDING`` bytes, within the window) goes instead, so the
+scheme sees a backlogged flow. Without padding an empty media queue makes the flow
+app-limited (its rate samples are marked so, as the delivery-rate draft says).
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from octoric.sim.errors import ScenarioError
 from octoric.sim.packets import Packet
@@ -40,6 +47,16 @@ HEADER = 52  # IPv4 20 + TCP 20 + timestamps 12: the packet on the wire is MSS +
 MIN_RTO_US = 200_000
 INITIAL_RTO_US = 1_000_000
 INITIAL_CWND = 10 * MSS  # RFC 6928
+MIN_PADDING = 200  # Dumbo: a dummy packet is at least 200 bytes (thesis §5.1)
+
+
+class MediaQueue(Protocol):
+    """What the transport reads of a video sender: its queue of encoded packets."""
+
+    pending: deque[Packet]
+    pending_bytes: int
+    frames: Any  # FrameTable: ``sent_us`` per frame
+    msgs: Any  # MessageTable: ``frame`` per message
 
 
 @dataclass(slots=True)
@@ -98,6 +115,13 @@ class WindowScheme:
             return p
         return self.cwnd() * 8e6 / max(sender.srtt_us, 1)
 
+    def sending_bps(self, sender: TransportSender) -> float | None:
+        """The sending rate a video encoder is told: cwnd / smoothed RTT (the Dumbo thesis §4);
+        None before the first RTT sample."""
+        if sender.srtt_us <= 0:
+            return None
+        return self.cwnd() * 8e6 / sender.srtt_us
+
 
 @dataclass
 class WindowContext:
@@ -145,11 +169,20 @@ class _Sent:
 
 
 class TransportSender:
-    """One bulk flow's sender. ``send(now)`` returns the packets to put on the wire now;
-    ``wake_us`` is when it wants to be called again (pacing, RACK or RTO timer), or None."""
+    """One flow's sender: a bulk transfer, or a video sender's media queue (``media``; with
+    ``padding``, Dumbo's dummy packets when it is empty). ``send(now)`` returns the packets to
+    put on the wire now; ``wake_us`` is when it wants to be called again (pacing, RACK or RTO
+    timer), or None."""
 
-    def __init__(self, flow: int, scheme: WindowScheme, mss: int = MSS) -> None:
+    def __init__(
+        self, flow: int, scheme: WindowScheme, mss: int = MSS, media: MediaQueue | None = None,
+        padding: bool = False,
+    ) -> None:  # fmt: skip
         self.flow, self.scheme, self.mss = flow, scheme, mss
+        self.media = media
+        self.padding = padding and media is not None
+        self.padding_bytes = 0  # dummy bytes sent (Dumbo)
+        self.media_bytes = 0  # media bytes sent
         self.next_seq = 0
         self.unacked: dict[int, _Sent] = {}  # seq -> packet in flight, in send order
         self.lost: dict[int, _Sent] = {}  # declared lost (a late ACK makes it spurious)
@@ -190,13 +223,37 @@ class TransportSender:
         out: list[Packet] = []
         cwnd = self.scheme.cwnd()
         pacing = self.scheme.pacing_bps()
-        while self.inflight + self.mss <= max(cwnd, self.mss):  # one packet at least
+        media = self.media
+        while True:
             if pacing is not None and now_us < self.next_send_us:
                 break
-            size = self.mss
-            if self.retx_bytes_pending > 0:
-                self.retx_bytes_pending = max(0, self.retx_bytes_pending - size)
-                self.retransmitted_bytes += size
+            if media is None:
+                size = self.mss
+                if self.inflight + size > max(cwnd, size):  # one packet at least
+                    break
+                if self.retx_bytes_pending > 0:
+                    self.retx_bytes_pending = max(0, self.retx_bytes_pending - size)
+                    self.retransmitted_bytes += size
+                pkt = Packet(self.flow, self.next_seq, size + HEADER, now_us)
+            elif media.pending:
+                size = media.pending[0].size
+                if self.inflight + size > max(cwnd, size):
+                    break
+                pkt = media.pending.popleft()
+                media.pending_bytes -= size
+                pkt.seq, pkt.send_us = self.next_seq, now_us
+                media.frames.sent_us[media.msgs.frame[pkt.msg]] = now_us
+                self.media_bytes += size
+            elif self.padding:
+                size = min(self.mss, max(cwnd, self.mss) - self.inflight)
+                if size < MIN_PADDING:
+                    break
+                pkt = Packet(self.flow, self.next_seq, size, now_us)  # no message: a dummy
+                self.padding_bytes += size
+            else:
+                # nothing to send while the window has room: app-limited (delivery-rate draft)
+                self.app_limited_until = max(self.delivered + self.inflight, 1)
+                break
             if self.inflight == 0:  # the first packet of a flight starts a new rate interval
                 self.first_sent_us = self.delivered_us = now_us
             seq = self.next_seq
@@ -204,7 +261,7 @@ class TransportSender:
             self.unacked[seq] = _Sent(size, now_us, self)
             self.inflight += size
             self.sent_bytes += size
-            out.append(Packet(self.flow, seq, size + HEADER, now_us))
+            out.append(pkt)
             if pacing is not None and pacing > 0:
                 gap = size * 8e6 / pacing
                 self.next_send_us = max(self.next_send_us, now_us) + int(gap)
@@ -215,7 +272,9 @@ class TransportSender:
     def wake_us(self, now_us: int) -> int | None:
         """The next time the sender has something to do: a paced send, a RACK or RTO timer."""
         times = [t for t in (self.rack_at, self.rto_at) if t is not None]
-        if self.scheme.pacing_bps() is not None and self.inflight + self.mss <= self.scheme.cwnd():
+        has_data = self.media is None or self.padding or bool(self.media.pending)
+        if (has_data and self.scheme.pacing_bps() is not None
+                and self.inflight + self.mss <= self.scheme.cwnd()):  # fmt: skip
             times.append(max(self.next_send_us, now_us + 1))
         return min(times) if times else None
 
@@ -233,6 +292,8 @@ class TransportSender:
         else:
             self.inflight -= p.size
         self.acked_bytes += p.size
+        if self.app_limited_until and self.delivered + p.size > self.app_limited_until:
+            self.app_limited_until = 0  # the app-limited bubble has been delivered
         rtt = now_us - p.send_us
         self._rtt(rtt)
         self.delivered += p.size
@@ -310,7 +371,8 @@ class TransportSender:
     def _declare_lost(self, seq: int) -> None:
         p = self.unacked.pop(seq)
         self.inflight -= p.size
-        self.retx_bytes_pending += p.size
+        if self.media is None:  # real-time media is never sent again
+            self.retx_bytes_pending += p.size
         self.lost[seq] = p
         if len(self.lost) > 50_000:  # a late ACK after this many losses is not worth a table
             for old in list(self.lost)[:25_000]:
@@ -329,6 +391,11 @@ class TransportSender:
             "loss_events": self.loss_events,
             "rtos": self.rtos,
             "spurious_losses": self.spurious_losses,
+            **(
+                {"media_bytes": self.media_bytes, "padding_bytes": self.padding_bytes}
+                if self.media is not None
+                else {}
+            ),
             "min_rtt_ms": round(self.min_rtt_us / 1000.0, 3),
             "srtt_ms": round(self.srtt_us / 1000.0, 3),
             "rtt_samples": len(rtts),
@@ -340,8 +407,9 @@ class TransportReceiver:
     """The bulk flow's receiver: every delivered packet is acknowledged through ``ack`` (the
     engine puts the ACK on the uplink) and counted."""
 
-    def __init__(self, ack: Callable[[Packet, int], None]) -> None:
+    def __init__(self, ack: Callable[[Packet, int], None], header: int = HEADER) -> None:
         self.ack = ack
+        self.header = header  # bytes of a packet that are not payload
         self.received_bytes = 0
         self.received = 0
         self.net_latency_ms: list[float] = []  # per packet: sent -> delivered to the UE
@@ -349,15 +417,17 @@ class TransportReceiver:
 
     def on_packet(self, p: Packet, t_us: int) -> None:
         self.received += 1
-        self.received_bytes += p.size - HEADER
+        self.received_bytes += p.size - self.header
         self.net_latency_ms.append((t_us - p.send_us) / 1000.0)
         self.queue_delay_ms.append((t_us - p.arrive_us) / 1000.0)
         self.ack(p, t_us)
 
 
 __all__ = [
+    "MIN_PADDING",
     "MSS",
     "WINDOW_SCHEMES",
+    "MediaQueue",
     "RateSample",
     "TransportReceiver",
     "TransportSender",

@@ -178,6 +178,7 @@ class VideoSender:
         self.gop_bps = start_bps
         self.sent_bytes = 0  # encoded (media) bytes
         self.padding_bytes = 0  # probe padding bytes sent
+        self.skipped_frames = 0  # frames the encoder skipped (``skip_frame``)
         self.probes: deque[_ActiveProbe] = deque()  # clusters to send, the first is active
         self.record_sent = False  # keep a SentBatch for the rate controller (``take_sent``)
         self.sent_log = SentBatch()
@@ -197,6 +198,13 @@ class VideoSender:
         """Encode and queue one frame; returns what the pacer sends until ``until_us``
         (the next frame: the rest waits in the queue and is paced at the next call's
         rate; None sends the whole queue now)."""
+        target = self.encode(now_us, target_bps)
+        return self.release(now_us, target, until_us)
+
+    def encode(self, now_us: int, target_bps: float) -> float:
+        """Encode one frame at ``target_bps`` and queue its packets in ``pending`` (the media
+        queue; ``send_us`` is the enqueue time until a pacer or transport sends them).
+        Returns the target, clamped to the configured range."""
         cfg = self.cfg
         f = len(self.frames.enc_us)
         j = f % self.enc.gop
@@ -276,7 +284,12 @@ class VideoSender:
         fr.target_bps.append(target)
         fr.sent_us.append(-1)
         self.sent_bytes += total_size
-        return self.release(now_us, target, until_us)
+        return target
+
+    def skip_frame(self) -> None:
+        """The encoder skips a frame (Dumbo's latency control: the media queue would take too
+        long to drain): nothing is encoded, the next frame refers to the last one encoded."""
+        self.skipped_frames += 1
 
     def release(self, now_us: int, target_bps: float, until_us: int | None = None) -> list[Packet]:
         """The queued packets the pacer sends in [now, until) (all of them if ``until`` is

@@ -26,6 +26,7 @@ from octoric.sim.cc.fixed import FixedRate
 from octoric.sim.cc.gcc import Gcc, GccNoProbe
 from octoric.sim.cc.occ_fed import OccFed
 from octoric.sim.cc.pbe import PbeStyle
+from octoric.sim.cc.rocc import Rocc
 from octoric.sim.transport import WINDOW_SCHEMES, WindowScheme
 from octoric.sim.video import ProbeCluster, SentBatch
 
@@ -43,6 +44,7 @@ __all__ = [
     "PbeStyle",
     "ProbeCluster",
     "RateController",
+    "Rocc",
     "SchemeContext",
     "SchemeFactory",
     "SentBatch",

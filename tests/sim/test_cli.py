@@ -70,7 +70,9 @@ def test_schemes_lists_every_scheme_with_what_it_follows(
 
     assert main(["sim", "schemes", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["name"] for r in rows] == sorted({*SCHEMES, *WINDOW_SCHEMES})
+    from octoric.sim.cli import DUMBO_SCHEMES
+
+    assert [r["name"] for r in rows] == [*sorted({*SCHEMES, *WINDOW_SCHEMES}), *DUMBO_SCHEMES]
     assert {r["name"] for r in rows if r["traffic"] == "bulk"} == set(WINDOW_SCHEMES)
     for r in rows:
         assert r["module"] and Path(r["module"]).name.endswith(".py"), r
@@ -80,5 +82,6 @@ def test_schemes_lists_every_scheme_with_what_it_follows(
     assert by["gcc"]["reads_feedback"] and not by["fixed"]["reads_feedback"]
     assert "libwebrtc" in by["gcc"]["follows"]
     assert "RFC 9438" in by["cubic"]["follows"] and "Cardwell" in by["bbr"]["follows"]
+    assert "Rahmanian" in by["rocc+dumbo"]["follows"] and "CCmatic" in by["rocc"]["follows"]
     assert main(["sim", "schemes"]) == 0
     assert "sim/cc/gcc.py" in capsys.readouterr().out

@@ -1,0 +1,80 @@
+"""Dumbo's coupling of a video encoder to a window scheme (Rahmanian, "Dumbo: backlogged video
+congestion control", MIT 2023, §4 "Latency Control" and Table A.1), for video flows on the
+packet-level transport (``traffic: video`` with a window scheme; ``NAME+dumbo`` adds the
+padding, ``sim/transport.py``).
+
+- Encoder target = cwnd / RTT - Standing_PQ / T - Non_Video_Rate: the scheme's sending rate,
+  less what drains the standing media queue within T. Standing_PQ is the smallest media queue
+  of the last T; T = 100 ms (the thesis: "around 100-200 ms", the same logic as the latency
+  threshold); Non_Video_Rate = 0 (no audio here).
+- The encoder skips a frame when the media queue would take longer than the latency
+  threshold (100 ms, Table A.1) to drain at the target: frames that cannot leave soon are not
+  encoded (rather than dropped after encoding, which would cost a key frame).
+- Before the scheme has an RTT sample the encoder keeps the flow's start rate.
+
+The same control runs with and without the padding, as in the thesis's comparisons ("RoCC
+without the dummy traffic" vs "RoCC+Dumbo"): only the dummy packets differ.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+STANDING_WINDOW_US = 100_000  # T
+LATENCY_THRESHOLD_US = 100_000
+
+
+@dataclass
+class EncoderDecision:
+    target_bps: float
+    skip: bool
+
+
+class DumboControl:
+    """The media queue's standing size over T and the encoder's target (pure: the engine
+    reports the queue's size whenever it changes and asks at every frame)."""
+
+    def __init__(self, start_bps: float, standing_window_us: int = STANDING_WINDOW_US,
+                 latency_threshold_us: int = LATENCY_THRESHOLD_US) -> None:  # fmt: skip
+        self.start_bps = start_bps
+        self.window_us = standing_window_us
+        self.threshold_us = latency_threshold_us
+        self._q: deque[tuple[int, int]] = deque()  # (time, bytes) of each change in the window
+        self.skipped = 0
+
+    def on_queue(self, now_us: int, queue_bytes: int) -> None:
+        """The media queue holds ``queue_bytes`` from ``now_us`` on."""
+        q = self._q
+        if not q or q[-1][1] != queue_bytes:
+            q.append((now_us, queue_bytes))
+
+    def standing_bytes(self, now_us: int) -> int:
+        """The smallest queue since ``now - T``: every size in force at some time of the window
+        (the one set before it began included)."""
+        q = self._q
+        while len(q) > 1 and q[1][0] <= now_us - self.window_us:
+            q.popleft()
+        return min(b for _, b in q) if q else 0
+
+    def decide(self, now_us: int, sending_bps: float | None, queue_bytes: int,
+               min_bps: float) -> EncoderDecision:  # fmt: skip
+        """The target for the frame encoded now, and whether to skip it."""
+        if sending_bps is None:
+            return EncoderDecision(self.start_bps, False)
+        standing = self.standing_bytes(now_us)
+        target = max(sending_bps - standing * 8e6 / self.window_us, min_bps)
+        skip = queue_bytes * 8e6 / target > self.threshold_us
+        if skip:
+            self.skipped += 1
+        return EncoderDecision(target, skip)
+
+
+DUMBO_SUFFIX = "+dumbo"
+
+
+def split_dumbo(scheme: str) -> tuple[str, bool]:
+    """``"rocc+dumbo"`` -> ``("rocc", True)``; any other name -> ``(name, False)``."""
+    if scheme.endswith(DUMBO_SUFFIX):
+        return scheme[: -len(DUMBO_SUFFIX)], True
+    return scheme, False
