@@ -24,6 +24,7 @@ from octoric.sim.cc.copa import Copa
 from octoric.sim.cc.cubic import Cubic
 from octoric.sim.cc.fixed import FixedRate
 from octoric.sim.cc.gcc import Gcc, GccNoProbe
+from octoric.sim.cc.morc import Morc
 from octoric.sim.cc.occ_fed import OccFed
 from octoric.sim.cc.pbe import PbeStyle
 from octoric.sim.cc.rocc import Rocc
@@ -40,6 +41,7 @@ __all__ = [
     "FixedRate",
     "Gcc",
     "GccNoProbe",
+    "Morc",
     "OccFed",
     "PbeStyle",
     "ProbeCluster",

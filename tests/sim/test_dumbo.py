@@ -195,3 +195,53 @@ def test_cli_runs_video_over_the_transport(tmp_path: Path) -> None:
                "--scheme", "rocc", "--json", str(out)])  # fmt: skip
     f = json.loads(out.read_text())["flows"][0]
     assert rc == 0 and f["window_scheme"] == "rocc" and f["padding"] is False
+
+
+# --- MORC (CHANTS'18) ---------------------------------------------------------------------------
+
+
+def test_morc_utility_is_the_papers_formula() -> None:
+    from octoric.sim.cc.morc import utility
+
+    # at the target RTT (RTT_min + 60 ms) without loss the utility is the throughput
+    assert utility(10.0, 0.0, 117.0, 57.0) == pytest.approx(10.0)
+    # 0.05 % of the throughput per ms off the target, either side; 10x the loss rate
+    assert utility(10.0, 0.0, 57.0, 57.0) == pytest.approx(10.0 * (1 - 0.03))
+    assert utility(10.0, 0.0, 177.0, 57.0) == pytest.approx(10.0 * (1 - 0.03))
+    assert utility(10.0, 0.01, 117.0, 57.0) == pytest.approx(9.0)
+    assert utility(10.0, 0.2, 117.0, 57.0) < 0  # high loss: negative (the paper's footnote)
+
+
+def test_morc_shortcuts_skip_the_trial_the_rtt_makes_pointless() -> None:
+    from octoric.sim.cc.morc import ADJUST, DECIDE, Morc, _Mi
+
+    cc = Morc(WindowContext())
+    cc.min_rtt_ms = 50.0
+    cc.rate = 10e6
+    empty = _Mi(10e6, "adjust", 0, 0, mean_rtt_ms=52.0, recv_bps=10e6)
+    cc._decide(empty)  # buffers empty: up, no trial
+    assert cc.state == ADJUST and cc.adjust_dir == 1 and cc.rate == pytest.approx(10.1e6)
+    cc.rate = 10e6
+    full = _Mi(10e6, "adjust", 0, 0, mean_rtt_ms=50.0 + 60 + 61, recv_bps=9e6)
+    cc._decide(full)  # queues full: down, no trial
+    assert cc.adjust_dir == -1 and cc.rate == pytest.approx(9.9e6)
+    cc.rate = 10e6
+    cc._decide(_Mi(10e6, "adjust", 0, 0, mean_rtt_ms=100.0, recv_bps=9.5e6))
+    assert cc.state == DECIDE  # in between: two randomized pairs at r (1 +- 1 %)
+    assert sorted(r for r, _ in cc.plan) == pytest.approx([9.9e6, 9.9e6, 10.1e6, 10.1e6])
+
+
+def test_morc_fills_a_constant_link() -> None:
+    """The MORC paper's lab setting (buffers of 300 ms): after its slow start and the
+    learning's first corrections, MORC keeps the link full."""
+    flow = FlowSpec(traffic="bulk", scheme="morc", path=WiredPathConfig(rtt_ms=50.0))
+    ue = UeSpec(channel=ChannelSpec("constant", rate_mbps=10.0), flows=[flow],
+                queue_limit_bytes=375_000)  # fmt: skip
+    eng = Engine(Scenario(name="morc", duration_s=40.0, ues=[ue], timeseries_ms=500.0), 3)
+    eng.run()
+    from octoric.sim.cc.morc import SLOW_START, Morc
+
+    f = eng.flows[0]
+    assert f.tx is not None and isinstance(f.tx.scheme, Morc)
+    assert f.tx.scheme.state != SLOW_START
+    assert _late_utilization(eng, 20.0, 10e6) >= 0.95
