@@ -34,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="override every video flow's rate-control scheme; a window scheme (cubic, bbr, "
         "bbr-h, copa, rocc) turns the video flows into bulk transfers on the packet-level "
         "transport, unless --traffic video is given (then the video goes over the transport); "
-        "copa+dumbo, rocc+dumbo: video over the transport with Dumbo's padding",
+        "copa+dumbo, rocc+dumbo: video over the transport with Dumbo's padding; octobbr: the "
+        "Octopus transport (BBR, Algorithm 1 in its send buffer)",
     )
     r.add_argument(
         "--abw",
@@ -112,8 +113,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(func=_help)
 
 
-# window schemes the Dumbo thesis pairs with its padding (``NAME+dumbo``, sim/cc/dumbo.py)
-DUMBO_SCHEMES = ("copa+dumbo", "rocc+dumbo")
+# video on the packet-level transport with more than a window scheme: the Dumbo thesis's
+# padding (``NAME+dumbo``, sim/cc/dumbo.py) and the Octopus transport (sim/cc/octobbr.py)
+TRANSPORT_VIDEO_SCHEMES = {"copa+dumbo": "dumbo", "rocc+dumbo": "dumbo", "octobbr": "octobbr"}
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -127,7 +129,11 @@ def _cmd_list(args: argparse.Namespace) -> int:
         "(bulk, packet-level transport;",
         "video over it with --traffic video)",
     )
-    print("           ", ", ".join(DUMBO_SCHEMES), "(video on the transport, Dumbo's padding)")
+    print(
+        "           ",
+        ", ".join(TRANSPORT_VIDEO_SCHEMES),
+        "(video on the transport: Dumbo's padding, the Octopus transport)",
+    )
     return 0
 
 
@@ -156,12 +162,13 @@ def scheme_table() -> list[dict[str, object]]:
             "reads_abw": bool(getattr(factory, "wants_abw", False)),
             "traffic": "bulk" if name in WINDOW_SCHEMES else "video",
         })  # fmt: skip
-    from octoric.sim.cc import dumbo
+    import importlib
 
-    doc = " ".join(inspect.cleandoc(dumbo.__doc__ or "").split("\n\n", 1)[0].split())
-    for name in DUMBO_SCHEMES:
+    for name, mod in TRANSPORT_VIDEO_SCHEMES.items():
+        m = importlib.import_module(f"octoric.sim.cc.{mod}")
+        doc = " ".join(inspect.cleandoc(m.__doc__ or "").split("\n\n", 1)[0].split())
         out.append({
-            "name": name, "class": "DumboControl", "module": "sim/cc/dumbo.py", "follows": doc,
+            "name": name, "class": None, "module": f"sim/cc/{mod}.py", "follows": doc,
             "reads_feedback": False, "reads_abw": False, "traffic": "video (packet transport)",
         })  # fmt: skip
     return out

@@ -19,12 +19,13 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from octoric.sim.cc import RateController, SchemeContext, build_scheme
+from octoric.sim.cc import RateController, SchemeContext, build_scheme, octobbr
+from octoric.sim.cc.bbr import Bbr
 from octoric.sim.cc.dumbo import DumboControl, split_dumbo
 from octoric.sim.channels import (
     Channel,
@@ -278,7 +279,7 @@ class Engine:
         if spec.traffic == "bulk":
             return self._bulk_flow(idx, ue, spec, one_way)
         base, dumbo = split_dumbo(spec.scheme)
-        if base in WINDOW_SCHEMES:
+        if base in WINDOW_SCHEMES or (base == octobbr.NAME and not dumbo):
             return self._transport_video_flow(idx, ue, spec, one_way, base, dumbo)
         if dumbo:
             raise ScenarioError(
@@ -335,11 +336,14 @@ class Engine:
         """A video sender on the packet-level transport with a window scheme (Dumbo thesis §4):
         the encoder's frames wait in the media queue, the window and the pacer send them,
         every packet is acknowledged; ``dumbo`` pads an empty queue with dummy packets."""
+        octo = base == octobbr.NAME
         scheme = build_window_scheme(
-            base, WindowContext(params=dict(spec.params), seed=self.seed * 1000 + idx)
+            octobbr.BASE if octo else base,
+            WindowContext(params=dict(spec.params), seed=self.seed * 1000 + idx),
         )
         start = spec.start_mbps * 1e6
-        sender = VideoSender(idx, idx + 1, spec.video, self._rng(), start)
+        video = replace(spec.video, octopus=True) if octo else spec.video
+        sender = VideoSender(idx, idx + 1, video, self._rng(), start)
         recv = VideoReceiver(sender.msgs, sender.frames)
         recv.want_feedback = False  # per-packet ACKs instead
         f = FlowState(
@@ -347,8 +351,13 @@ class Engine:
             frame_us=round(1e6 / spec.video.fps),
             ul_delay_us=one_way + int(spec.uplink_ms * 1000), dl_delay_us=one_way,
         )  # fmt: skip
-        f.tx = TransportSender(idx, scheme, media=sender, padding=dumbo)
-        f.dumbo = DumboControl(start)
+        if octo:
+            assert isinstance(scheme, Bbr)
+            f.tx = TransportSender(idx, scheme, media=sender,
+                                   buffer_dropper=octobbr.transport_buffer(scheme))  # fmt: skip
+        else:
+            f.tx = TransportSender(idx, scheme, media=sender, padding=dumbo)
+            f.dumbo = DumboControl(start)
 
         def ack(p: Packet, t_us: int) -> None:
             self._push(t_us + f.ul_delay_us, EV_ACK, (f, p.seq))
@@ -362,16 +371,23 @@ class Engine:
     def _on_transport_frame(self, f: FlowState, t: int) -> None:
         """A frame tick of a video flow on the transport: Dumbo's encoder control, then send."""
         sender, tx, ctl = f.sender, f.tx, f.dumbo
-        assert sender is not None and tx is not None and ctl is not None
+        assert sender is not None and tx is not None
         nxt = t + f.frame_us
         last = f.spec.stop_s is not None and nxt >= f.spec.stop_s * 1e6
-        d = ctl.decide(t, tx.scheme.sending_bps(tx), sender.pending_bytes, sender.cfg.min_bps)
-        if d.skip:
-            sender.skip_frame()
-        else:
-            sender.encode(t, d.target_bps)
-            ctl.on_queue(t, sender.pending_bytes)
-        f.enc_target_bps = d.target_bps
+        if ctl is not None:  # Dumbo's encoder control
+            d = ctl.decide(t, tx.scheme.sending_bps(tx), sender.pending_bytes, sender.cfg.min_bps)
+            if d.skip:
+                sender.skip_frame()
+            else:
+                sender.encode(t, d.target_bps)
+                ctl.on_queue(t, sender.pending_bytes)
+            f.enc_target_bps = d.target_bps
+        else:  # the Octopus app: encode at the transport's estimate, the buffer drops
+            n0 = len(sender.pending)
+            f.enc_target_bps = sender.encode(t, tx.scheme.sending_bps(tx) or sender.gop_bps)
+            if tx.buffer_dropper is not None:
+                for i in range(n0, len(sender.pending)):
+                    tx.buffer_dropper.on_enqueue(sender.pending[i], t)
         self._transmit(f, t)
         if not last:
             self._push(nxt, EV_FRAME, f)
@@ -701,7 +717,7 @@ class Engine:
             now = slot * self.slot_us
             f.ts_target.append(
                 f.ctrl.target_bps(now) if f.ctrl
-                else f.enc_target_bps if f.dumbo  # a video encoder on the transport
+                else f.enc_target_bps if f.sender  # a video encoder on the transport
                 else f.tx.target_bps(now) if f.tx else math.nan
             )  # fmt: skip
             f.ts_abw.append(f.abw_bps if f.abw_bps is not None else math.nan)

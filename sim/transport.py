@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from octoric.sim.dropper import OctopusDropper
 from octoric.sim.errors import ScenarioError
 from octoric.sim.packets import Packet
 
@@ -176,10 +177,13 @@ class TransportSender:
 
     def __init__(
         self, flow: int, scheme: WindowScheme, mss: int = MSS, media: MediaQueue | None = None,
-        padding: bool = False,
+        padding: bool = False, buffer_dropper: OctopusDropper | None = None,
     ) -> None:  # fmt: skip
         self.flow, self.scheme, self.mss = flow, scheme, mss
         self.media = media
+        # the Octopus transport buffer (SEC'23 §4.2): Algorithm 1 on the media queue's head
+        self.buffer_dropper = buffer_dropper
+        self.buffer_dropped_bytes = 0
         self.padding = padding and media is not None
         self.padding_bytes = 0  # dummy bytes sent (Dumbo)
         self.media_bytes = 0  # media bytes sent
@@ -235,6 +239,8 @@ class TransportSender:
                     self.retx_bytes_pending = max(0, self.retx_bytes_pending - size)
                     self.retransmitted_bytes += size
                 pkt = Packet(self.flow, self.next_seq, size + HEADER, now_us)
+            elif media.pending and self._head_dropped(media, now_us):
+                continue
             elif media.pending:
                 size = media.pending[0].size
                 if self.inflight + size > max(cwnd, size):
@@ -268,6 +274,16 @@ class TransportSender:
         if out and self.rto_at is None:
             self.rto_at = now_us + self.rto_us
         return out
+
+    def _head_dropped(self, media: MediaQueue, now_us: int) -> bool:
+        """The transport buffer's dropper removed the packet at the head (whole messages)."""
+        d = self.buffer_dropper
+        if d is None or not d.should_drop(media.pending[0], now_us):
+            return False
+        p = media.pending.popleft()
+        media.pending_bytes -= p.size
+        self.buffer_dropped_bytes += p.size
+        return True
 
     def wake_us(self, now_us: int) -> int | None:
         """The next time the sender has something to do: a paced send, a RACK or RTO timer."""
@@ -392,7 +408,11 @@ class TransportSender:
             "rtos": self.rtos,
             "spurious_losses": self.spurious_losses,
             **(
-                {"media_bytes": self.media_bytes, "padding_bytes": self.padding_bytes}
+                {
+                    "media_bytes": self.media_bytes,
+                    "padding_bytes": self.padding_bytes,
+                    "buffer_dropped_bytes": self.buffer_dropped_bytes,
+                }
                 if self.media is not None
                 else {}
             ),

@@ -94,6 +94,11 @@ class Bbr(WindowScheme):
             w = min(w, max(self.recovery_cwnd, 4 * self.mss))
         return w
 
+    def sending_bps(self, sender: TransportSender) -> float | None:
+        """BtlBw: the bandwidth a video encoder and the Octopus transport buffer are told
+        (SEC'23 §4.2: "the bandwidth estimated by the congestion control algorithm")."""
+        return self.btlbw if self.btlbw > 0 else None
+
     def pacing_bps(self) -> float | None:
         if self.btlbw <= 0:  # no sample yet: the initial window over a guessed 1 ms RTT
             return HIGH_GAIN * self.initial_cwnd * 8 / 1e-3

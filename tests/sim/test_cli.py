@@ -70,9 +70,10 @@ def test_schemes_lists_every_scheme_with_what_it_follows(
 
     assert main(["sim", "schemes", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    from octoric.sim.cli import DUMBO_SCHEMES
+    from octoric.sim.cli import TRANSPORT_VIDEO_SCHEMES
 
-    assert [r["name"] for r in rows] == [*sorted({*SCHEMES, *WINDOW_SCHEMES}), *DUMBO_SCHEMES]
+    names = [*sorted({*SCHEMES, *WINDOW_SCHEMES}), *TRANSPORT_VIDEO_SCHEMES]
+    assert [r["name"] for r in rows] == names
     assert {r["name"] for r in rows if r["traffic"] == "bulk"} == set(WINDOW_SCHEMES)
     for r in rows:
         assert r["module"] and Path(r["module"]).name.endswith(".py"), r
@@ -83,5 +84,6 @@ def test_schemes_lists_every_scheme_with_what_it_follows(
     assert "libwebrtc" in by["gcc"]["follows"]
     assert "RFC 9438" in by["cubic"]["follows"] and "Cardwell" in by["bbr"]["follows"]
     assert "Rahmanian" in by["rocc+dumbo"]["follows"] and "CCmatic" in by["rocc"]["follows"]
+    assert "SEC'23" in by["octobbr"]["follows"]
     assert main(["sim", "schemes"]) == 0
     assert "sim/cc/gcc.py" in capsys.readouterr().out

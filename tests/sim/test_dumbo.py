@@ -245,3 +245,30 @@ def test_morc_fills_a_constant_link() -> None:
     assert f.tx is not None and isinstance(f.tx.scheme, Morc)
     assert f.tx.scheme.state != SLOW_START
     assert _late_utilization(eng, 20.0, 10e6) >= 0.95
+
+
+# --- the Octopus transport (SEC'23 §4.2) ----------------------------------------------------------
+
+
+def test_octobbr_drops_whole_messages_in_its_send_buffer() -> None:
+    """OctoBBR on a link slower than the encoder's start: Algorithm 1 in the send buffer drops
+    messages made obsolete by a newer dropper message, whole: every message the receiver saw
+    arrived complete (no loss elsewhere: a constant link, a deep gNB queue)."""
+    video = VideoConfig(svc="temporal", gop=10)
+    flow = FlowSpec(traffic="video", scheme="octobbr", start_mbps=4.0, video=video,
+                    path=WiredPathConfig(rtt_ms=40.0))  # fmt: skip
+    ue = UeSpec(channel=ChannelSpec("constant", rate_mbps=1.0), flows=[flow],
+                queue_limit_bytes=4_000_000)  # fmt: skip
+    eng = Engine(Scenario(name="octobbr", duration_s=20.0, ues=[ue]), 2)
+    wall = eng.run()
+    f = eng.flows[0]
+    assert f.tx is not None and f.sender is not None and f.receiver is not None
+    assert f.sender.cfg.octopus  # the headers are on
+    assert f.tx.buffer_dropper is not None and f.tx.buffer_dropper.stats.dropped_msgs_by_msg > 0
+    assert f.tx.buffer_dropped_bytes > 0 and f.tail_dropped_pkts == 0
+    mt, got = f.sender.msgs, f.receiver.got
+    settled = [m for m in range(len(got)) if mt.enc_us[m] < 18e6]
+    assert all(got[m] in (0, mt.npkts[m]) for m in settled)
+    assert any(got[m] == 0 for m in settled) and any(got[m] > 0 for m in settled)
+    summary = build_summary(eng, wall)["flows"][0]
+    assert summary["scheme"] == "octobbr" and summary["window_scheme"] == "bbr"

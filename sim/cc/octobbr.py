@@ -1,0 +1,30 @@
+"""OctoBBR: the Octopus transport without the base station's help (SEC'23, Liu et al., "Octopus:
+In-Network Content Adaptation to Control Congestion on 5G Links", §4.2 and §7.1), for video
+flows on the packet-level transport (``--scheme octobbr``).
+
+- BBR v1 (``sim/cc/bbr.py``) paces the packets; it "errs on the side of overestimating" the
+  capacity, and its BtlBw is the bandwidth the rest uses.
+- The transport buffer (the media queue) runs Algorithm 1 exactly as the gNB does
+  (``contracts/octopus_dropper.py``): whole messages made obsolete by a newer dropper message
+  are dropped at the head before any of their bytes is sent, and drop-by-bitrate compares a
+  stream's max-min share of BtlBw with the message's bitrate threshold.
+- The application encodes at B = BtlBw (the flow's start rate until BBR has a sample); with
+  spatial SVC (``svc: spatial``) its cumulative layers are 0.2 B, 0.5 B and B per GoP, as the
+  paper's §6.2 application (which also shortens the GoP to 10 frames: ``video.gop``).
+- The packets carry the Octopus header (``video.octopus`` is turned on).
+
+Octopus itself is OctoBBR with the gNB's dropper on the UE's queue (``dropper: true``).
+"""
+
+from __future__ import annotations
+
+from octoric.sim.cc.bbr import Bbr
+from octoric.sim.dropper import DropperConfig, OctopusDropper
+
+NAME = "octobbr"
+BASE = "bbr"
+
+
+def transport_buffer(bbr: Bbr, cfg: DropperConfig | None = None) -> OctopusDropper:
+    """Algorithm 1 for the media queue, drop-by-bitrate against BBR's BtlBw."""
+    return OctopusDropper(1000, cfg, rate_source=lambda: bbr.btlbw if bbr.btlbw > 0 else None)
