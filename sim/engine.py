@@ -35,6 +35,7 @@ from octoric.sim.channels import (
     FadingChannel,
     MahimahiChannel,
     PulseChannel,
+    RouteChannel,
     reported_block,
 )
 from octoric.sim.dropper import DropperConfig, OctopusDropper
@@ -196,6 +197,8 @@ class Engine:
             return FadingChannel(
                 ctx, self._rng(), spec.mean_snr_db, spec.std_db, spec.corr_time_s, spec.step_ms
             )
+        if k == "route":
+            return RouteChannel(ctx, self._rng(), spec.route, spec.step_ms)
         assert spec.path is not None
         if k == "mahimahi":
             return MahimahiChannel(ctx, spec.path, spec.offset, spec.csi_period_ms)

@@ -17,7 +17,7 @@ from octoric.sim.errors import ScenarioError
 from octoric.sim.mobility import PROFILES, MobilityConfig
 from octoric.sim.video import VideoConfig, WiredPathConfig
 
-ChannelKind = Literal["constant", "pulse", "fading", "mahimahi", "cqi"]
+ChannelKind = Literal["constant", "pulse", "fading", "mahimahi", "cqi", "route"]
 
 
 @dataclass
@@ -35,6 +35,7 @@ class ChannelSpec:
     path: str | None = None  # mahimahi / cqi (a CSV, or archive.zip::member.csv)
     offset: int = 0  # mahimahi: ms, cqi: s into the trace
     csi_period_ms: int = 20  # mahimahi: reported MCS = capacity of the previous period (0: raw)
+    route: str = "good"  # route: an OCC over-the-air route (sim/channels/route.py)
 
 
 @dataclass
@@ -189,6 +190,13 @@ def validate(sc: Scenario) -> None:
             raise ScenarioError("csi_period_ms must be >= 0", f"{w}.channel.csi_period_ms")
         if ch.kind == "constant" and ch.rate_mbps is None and ch.mcs is None:
             raise ScenarioError("a constant channel needs rate_mbps or mcs", f"{w}.channel")
+        if ch.kind == "route":
+            from octoric.sim.channels.route import ROUTES
+
+            if ch.route not in ROUTES:
+                raise ScenarioError(
+                    f"unknown route {ch.route!r} (known: {', '.join(ROUTES)})", f"{w}.channel.route"
+                )
         u.mobility.resolve(f"{w}.mobility.profile")
         for j, f in enumerate(u.flows):
             if f.video.fps <= 0:
@@ -196,7 +204,7 @@ def validate(sc: Scenario) -> None:
 
 
 # --- built-in scenarios -----------------------------------------------------------------
-BUILTIN = ("static", "pulse", "trace:<path>", "hsr", "multi-ue")
+BUILTIN = ("static", "pulse", "trace:<path>", "route:<name>", "hsr", "multi-ue")
 
 
 def builtin(name: str) -> Scenario:
@@ -213,6 +221,15 @@ def builtin(name: str) -> Scenario:
             raise ScenarioError("trace: needs a path, e.g. trace:traces/x.down", name)
         kind: ChannelKind = "cqi" if path.endswith(".csv") or "::" in path else "mahimahi"
         return Scenario(name=name, ues=[UeSpec(channel=ChannelSpec(kind, path=path))])
+    if name.startswith("route:"):
+        from octoric.sim.channels.route import ROUTES
+
+        route = name[len("route:") :]
+        if route not in ROUTES:
+            raise ScenarioError(f"unknown route {route!r} (known: {', '.join(ROUTES)})", name)
+        # the OCC testbed: 20 MHz, 51 PRB, one UE (OCC §6)
+        return Scenario(name=name, ran=RanSpec(n_prb=51),
+                        ues=[UeSpec(channel=ChannelSpec("route", route=route))])  # fmt: skip
     if name == "hsr":
         ran = RanSpec(cells=3, cells_per_gnb=1, n_prb=106)
         ue = UeSpec(

@@ -7,6 +7,7 @@
 | ``FadingChannel`` | ``fading.py`` |
 | ``MahimahiChannel`` | ``mahimahi.py`` |
 | ``CqiTraceChannel`` | ``cqi.py`` |
+| ``RouteChannel`` | ``route.py`` (the OCC paper's over-the-air routes) |
 
 ``base.py`` holds the ``Channel`` protocol and ``ChannelContext``; ``traces.py`` the Mahimahi
 and CQI-CSV readers. The engine maps a scenario's ``channel.kind`` to a model
@@ -21,6 +22,7 @@ from octoric.sim.channels.cqi import CqiTraceChannel
 from octoric.sim.channels.fading import FadingChannel
 from octoric.sim.channels.mahimahi import MIN_PACKETS, MahimahiChannel, previous_period_mean
 from octoric.sim.channels.pulse import PulseChannel
+from octoric.sim.channels.route import ROUTES, RouteChannel
 from octoric.sim.channels.traces import (
     MAHIMAHI_PACKET_BYTES,
     CqiTrace,
@@ -32,6 +34,7 @@ from octoric.sim.channels.traces import (
 __all__ = [
     "MAHIMAHI_PACKET_BYTES",
     "MIN_PACKETS",
+    "ROUTES",
     "Channel",
     "ChannelContext",
     "ConstantChannel",
@@ -41,6 +44,7 @@ __all__ = [
     "MahimahiChannel",
     "MahimahiTrace",
     "PulseChannel",
+    "RouteChannel",
     "previous_period_mean",
     "read_cqi_csv",
     "read_mahimahi",
