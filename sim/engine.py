@@ -213,7 +213,7 @@ class Engine:
             for _ in range(spec.count):
                 i = len(self.ues)
                 dropper = OctopusDropper(self.slot_us, DropperConfig()) if spec.dropper else None
-                q = DlQueue(spec.queue_limit_bytes, dropper)
+                q = DlQueue(spec.queue_limit_bytes, dropper, pdrop=spec.pdrop)
                 u = UeRadio(i, 1000 + i, q)
                 self.ues.append(u)
                 self.channels.append(self._channel(spec.channel))

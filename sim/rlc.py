@@ -1,4 +1,7 @@
-"""Per-UE DL RLC queue: packets with metadata and arrival times, optional Octopus dropper.
+"""Per-UE DL RLC queue: packets with metadata and arrival times, optional Octopus dropper, or
+PDrop instead (SEC'23 §7.2's baseline, after Bhattacharjee et al.'s MPEG frame discard: when the
+buffer is full and a message of priority p arrives, the queued messages of lower priority, a
+larger priority value, are dropped instead of it; whole messages: their later packets too).
 
 A backlogged (bulk) flow is a byte counter, not packets: it always has data.
 """
@@ -15,10 +18,11 @@ from octoric.sim.packets import Packet
 class DlQueue:
     __slots__ = (
         "arrived_bytes", "backlogged", "bytes", "delivered", "dropped", "dropper", "head_sent",
-        "header_counters", "limit_bytes", "pkts", "tail_dropped",
+        "header_counters", "limit_bytes", "pdrop", "pdropped_msgs", "pkts", "tail_dropped",
     )  # fmt: skip
 
-    def __init__(self, limit_bytes: int = 4_000_000, dropper: OctopusDropper | None = None) -> None:
+    def __init__(self, limit_bytes: int = 4_000_000, dropper: OctopusDropper | None = None,
+                 pdrop: bool = False) -> None:  # fmt: skip
         self.pkts: deque[Packet] = deque()
         self.bytes = 0  # bytes still to send (head's sent part excluded)
         self.head_sent = 0
@@ -30,8 +34,20 @@ class DlQueue:
         self.dropped: list[Packet] = []  # dropped by the dropper (drained by engine)
         self.tail_dropped: list[Packet] = []
         self.header_counters = HeaderCounters()
+        self.pdrop = pdrop
+        self.pdropped_msgs: set[tuple[int, int]] = set()  # (stream, msg) PDrop dropped
 
     def enqueue(self, pkt: Packet, now_us: int) -> None:
+        h = pkt.hdr
+        if self.pdrop and h is not None:
+            key = (h.stream_id, h.msg_id)
+            if key in self.pdropped_msgs:  # the rest of a message PDrop dropped
+                self.dropped.append(pkt)
+                if h.last:
+                    self.pdropped_msgs.discard(key)
+                return
+            if self.bytes + pkt.size > self.limit_bytes:
+                self._pdrop_below(h.priority)
         if self.bytes + pkt.size > self.limit_bytes:
             self.tail_dropped.append(pkt)
             return
@@ -41,6 +57,25 @@ class DlQueue:
         self.arrived_bytes += pkt.size
         if self.dropper is not None:
             self.dropper.on_enqueue(pkt, now_us)
+
+    def _pdrop_below(self, priority: int) -> None:
+        """PDrop: drop every queued message of a lower priority (a larger value) than the
+        arriving one's, whole, except the message in transmission."""
+        keep: deque[Packet] = deque()
+        head = self.pkts[0].hdr if self.pkts and self.head_sent > 0 else None
+        in_tx = (head.stream_id, head.msg_id) if head is not None else None
+        for p in self.pkts:
+            h = p.hdr
+            if h is None or h.priority <= priority or (h.stream_id, h.msg_id) == in_tx:
+                keep.append(p)
+                continue
+            self.bytes -= p.size
+            self.dropped.append(p)
+            if not h.last:
+                self.pdropped_msgs.add((h.stream_id, h.msg_id))
+        self.pkts = keep
+        if len(self.pdropped_msgs) > 4096:  # messages whose last packet never came
+            self.pdropped_msgs.clear()
 
     def enqueue_payload(self, pkt: Packet, payload: bytes, now_us: int) -> bool:
         """Enqueue a packet whose Octopus header is still raw bytes (the live path).

@@ -103,6 +103,7 @@ class UeSpec:
     flows: list[FlowSpec] = field(default_factory=lambda: [FlowSpec()])
     mobility: MobilitySpec = field(default_factory=MobilitySpec)
     dropper: bool = False  # Octopus dropper on this UE's DL queue
+    pdrop: bool = False  # or PDrop (SEC'23 §7.2's baseline) at queue_limit_bytes
     # Carry Octopus headers as bytes and parse them at the gNB (exercises the codec on the
     # data path, as the real gNB does; slower). Off: the parsed header rides with the packet.
     wire_headers: bool = False
@@ -190,6 +191,8 @@ def validate(sc: Scenario) -> None:
             raise ScenarioError("csi_period_ms must be >= 0", f"{w}.channel.csi_period_ms")
         if ch.kind == "constant" and ch.rate_mbps is None and ch.mcs is None:
             raise ScenarioError("a constant channel needs rate_mbps or mcs", f"{w}.channel")
+        if u.dropper and u.pdrop:
+            raise ScenarioError("a UE's queue runs the Octopus dropper or PDrop, not both", w)
         if ch.kind == "route":
             from octoric.sim.channels.route import ROUTES
 
