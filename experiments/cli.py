@@ -96,6 +96,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )  # fmt: skip
     h.set_defaults(func=_cmd_handover)
 
+    d = sub.add_parser(
+        "dumbo", help="the Dumbo thesis's pulse-link convergence: RoCC/Copa with and without "
+        "Dumbo, and GCC; claims table and plot",
+    )  # fmt: skip
+    d.add_argument("--quick", action="store_true", help="one seed (default: five)")
+    d.add_argument(
+        "--out", metavar="MD", default="build/dumbo-eval/results.md",
+        help="the report (Markdown); the JSON and the PNG beside it (default: %(default)s)",
+    )  # fmt: skip
+    d.set_defaults(func=_cmd_dumbo)
+
     def _help(args: argparse.Namespace) -> int:
         p.print_help()
         return 2
@@ -181,3 +192,30 @@ def _cmd_handover(args: argparse.Namespace) -> int:
     print((Path(args.out) / "results.md").read_text(), end="")
     print(f"[eval] wrote {args.out}/results.json and results.md", file=sys.stderr)
     return 0 if doc["ok"] else 1
+
+
+def _cmd_dumbo(args: argparse.Namespace) -> int:
+    import json
+
+    from octoric.experiments import dumbo_eval as ev
+
+    seeds = 1 if args.quick else 5
+    n = seeds * len(ev.SCHEMES)
+    done = [0]
+
+    def progress(what: str) -> None:
+        done[0] += 1
+        print(f"[eval] {done[0]}/{n} {what}", file=sys.stderr, flush=True)
+
+    runs = ev.run_all(seeds, progress)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    png = out.with_suffix(".png")
+    ev.plot(runs, png)
+    out.write_text(ev.markdown(runs, seeds, png.name))
+    out.with_suffix(".json").write_text(json.dumps(
+        {"claims": ev.claims_table(runs), "schemes": ev.scheme_table(runs), "seeds": seeds},
+        indent=2, default=str))  # fmt: skip
+    print(out.read_text())
+    print(f"[eval] wrote {out}, {out.with_suffix('.json')} and {png}", file=sys.stderr)
+    return 0
