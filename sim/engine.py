@@ -302,7 +302,7 @@ class Engine:
         recv = VideoReceiver(sender.msgs, sender.frames)
         recv.want_feedback = ctrl.wants_feedback
         f = FlowState(
-            idx, ue, spec, ctrl, sender, recv, WiredPath(spec.path),
+            idx, ue, spec, ctrl, sender, recv, self._path(spec),
             frame_us=round(1e6 / spec.video.fps), fb_us=int(spec.feedback_ms * 1000),
             ul_delay_us=one_way + int(spec.uplink_ms * 1000), dl_delay_us=one_way,
         )  # fmt: skip
@@ -313,6 +313,10 @@ class Engine:
             self._push(t0 + f.fb_us, EV_FB_SEND, f)
         return f
 
+    def _path(self, spec: FlowSpec) -> WiredPath:
+        # a random stream only when the path draws (seeded runs without one stay as they were)
+        return WiredPath(spec.path, self._rng() if spec.path.needs_rng else None)
+
     def _bulk_flow(self, idx: int, ue: int, spec: FlowSpec, one_way: int) -> FlowState:
         """A bulk transfer over the packet-level transport (``sim/transport.py``) with a window
         scheme (``spec.scheme``: cubic, bbr, ...)."""
@@ -320,7 +324,7 @@ class Engine:
             spec.scheme, WindowContext(params=dict(spec.params), seed=self.seed * 1000 + idx)
         )
         f = FlowState(
-            idx, ue, spec, None, None, None, WiredPath(spec.path),
+            idx, ue, spec, None, None, None, self._path(spec),
             ul_delay_us=one_way + int(spec.uplink_ms * 1000), dl_delay_us=one_way,
         )  # fmt: skip
         f.tx = TransportSender(idx, scheme)
@@ -350,7 +354,7 @@ class Engine:
         recv = VideoReceiver(sender.msgs, sender.frames)
         recv.want_feedback = False  # per-packet ACKs instead
         f = FlowState(
-            idx, ue, spec, None, sender, recv, WiredPath(spec.path),
+            idx, ue, spec, None, sender, recv, self._path(spec),
             frame_us=round(1e6 / spec.video.fps),
             ul_delay_us=one_way + int(spec.uplink_ms * 1000), dl_delay_us=one_way,
         )  # fmt: skip
@@ -524,7 +528,7 @@ class Engine:
         events = self.events
         push = heapq.heappush
         seq = self._seq
-        if path.cfg.bottleneck_bps is None:
+        if path.simple:
             d = path.one_way_us
             for p in pkts:
                 seq += 1

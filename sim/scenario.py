@@ -202,6 +202,13 @@ def validate(sc: Scenario) -> None:
                 )
         u.mobility.resolve(f"{w}.mobility.profile")
         for j, f in enumerate(u.flows):
+            pw = f"{w}.flows[{j}].path"
+            if not 0 <= f.path.loss < 1:
+                raise ScenarioError("loss must be in [0, 1)", f"{pw}.loss")
+            if f.path.rtt_max_ms is not None and f.path.rtt_max_ms < f.path.rtt_ms:
+                raise ScenarioError("rtt_max_ms must be >= rtt_ms", f"{pw}.rtt_max_ms")
+            if f.path.rtt_change_ms <= 0:
+                raise ScenarioError("rtt_change_ms must be > 0", f"{pw}.rtt_change_ms")
             if f.video.fps <= 0:
                 raise ScenarioError("fps must be > 0", f"{w}.flows[{j}].video.fps")
 

@@ -382,25 +382,59 @@ class WiredPathConfig:
     rtt_ms: float = 40.0  # server <-> gNB round trip (the air interface adds its own delay)
     bottleneck_bps: float | None = None
     bottleneck_queue_bytes: int = 1_000_000
+    # netem-like (MORC's lab): random loss, and an RTT re-drawn every rtt_change_ms uniformly
+    # in [rtt_ms, rtt_max_ms] (the extra on the server -> gNB direction, packets stay in order)
+    loss: float = 0.0
+    rtt_max_ms: float | None = None
+    rtt_change_ms: float = 100.0
+
+    @property
+    def needs_rng(self) -> bool:
+        return self.loss > 0 or self.rtt_max_ms is not None
 
 
 class WiredPath:
-    """Server -> gNB: an optional FIFO bottleneck, then a fixed one-way delay."""
+    """Server -> gNB: an optional FIFO bottleneck, then a one-way delay (fixed, or varying as
+    netem's on a timer), with optional random loss."""
 
-    def __init__(self, cfg: WiredPathConfig) -> None:
+    def __init__(self, cfg: WiredPathConfig, rng: np.random.Generator | None = None) -> None:
         self.cfg = cfg
         self.one_way_us = int(cfg.rtt_ms * 500)
         self.free_us = 0.0
         self.lost = 0
+        self.rng = rng
+        # a fixed delay, nothing lost: the engine may add one_way_us itself
+        self.simple = cfg.bottleneck_bps is None and not cfg.needs_rng
+        self._period = -1
+        self._extra_us = 0
+        self._last_arrival = 0
+
+    def _extra(self, send_us: int) -> int:
+        cfg = self.cfg
+        if cfg.rtt_max_ms is None or self.rng is None:
+            return 0
+        k = int(send_us // max(cfg.rtt_change_ms * 1000, 1))
+        if k != self._period:
+            self._period = k
+            self._extra_us = int(self.rng.uniform(0.0, (cfg.rtt_max_ms - cfg.rtt_ms) * 1000))
+        return self._extra_us
 
     def arrival_us(self, send_us: int, size: int) -> int | None:
-        bps = self.cfg.bottleneck_bps
-        if bps is None:
-            return send_us + self.one_way_us
-        start = max(float(send_us), self.free_us)
-        backlog_bytes = (start - send_us) * bps / 8e6
-        if backlog_bytes > self.cfg.bottleneck_queue_bytes:
+        if self.rng is not None and self.cfg.loss > 0 and self.rng.random() < self.cfg.loss:
             self.lost += 1
             return None
-        self.free_us = start + size * 8e6 / bps
-        return int(self.free_us) + self.one_way_us
+        bps = self.cfg.bottleneck_bps
+        if bps is None:
+            t = send_us + self.one_way_us + self._extra(send_us)
+        else:
+            start = max(float(send_us), self.free_us)
+            backlog_bytes = (start - send_us) * bps / 8e6
+            if backlog_bytes > self.cfg.bottleneck_queue_bytes:
+                self.lost += 1
+                return None
+            self.free_us = start + size * 8e6 / bps
+            t = int(self.free_us) + self.one_way_us + self._extra(send_us)
+        if self.cfg.rtt_max_ms is not None:
+            t = max(t, self._last_arrival)  # a shorter delay does not overtake (FIFO)
+            self._last_arrival = t
+        return t
