@@ -36,6 +36,7 @@ from octoric.sim.channels import (
     MahimahiChannel,
     PulseChannel,
     RouteChannel,
+    StepsChannel,
     reported_block,
 )
 from octoric.sim.dropper import DropperConfig, OctopusDropper
@@ -197,6 +198,9 @@ class Engine:
             return FadingChannel(
                 ctx, self._rng(), spec.mean_snr_db, spec.std_db, spec.corr_time_s, spec.step_ms
             )
+        if k == "steps":
+            return StepsChannel(ctx, self._rng(), spec.high_mbps * 1e6, spec.low_mbps * 1e6,
+                                spec.switch_s)  # fmt: skip
         if k == "route":
             return RouteChannel(ctx, self._rng(), spec.route, spec.step_ms)
         assert spec.path is not None

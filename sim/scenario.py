@@ -17,7 +17,7 @@ from octoric.sim.errors import ScenarioError
 from octoric.sim.mobility import PROFILES, MobilityConfig
 from octoric.sim.video import VideoConfig, WiredPathConfig
 
-ChannelKind = Literal["constant", "pulse", "fading", "mahimahi", "cqi", "route"]
+ChannelKind = Literal["constant", "pulse", "fading", "mahimahi", "cqi", "route", "steps"]
 
 
 @dataclass
@@ -25,7 +25,7 @@ class ChannelSpec:
     kind: ChannelKind = "fading"
     rate_mbps: float | None = None  # constant: whole-cell rate (else ``mcs``)
     mcs: int | None = None
-    high_mbps: float = 3.0  # pulse
+    high_mbps: float = 3.0  # pulse (and steps: a rate drawn in [low, high] every switch_s)
     low_mbps: float = 0.5
     switch_s: float = 40.0
     mean_snr_db: float = 20.0  # fading

@@ -8,6 +8,7 @@
 | ``MahimahiChannel`` | ``mahimahi.py`` |
 | ``CqiTraceChannel`` | ``cqi.py`` |
 | ``RouteChannel`` | ``route.py`` (the OCC paper's over-the-air routes) |
+| ``StepsChannel`` | ``steps.py`` (a rate re-drawn in a range every period, MORC's lab) |
 
 ``base.py`` holds the ``Channel`` protocol and ``ChannelContext``; ``traces.py`` the Mahimahi
 and CQI-CSV readers. The engine maps a scenario's ``channel.kind`` to a model
@@ -23,6 +24,7 @@ from octoric.sim.channels.fading import FadingChannel
 from octoric.sim.channels.mahimahi import MIN_PACKETS, MahimahiChannel, previous_period_mean
 from octoric.sim.channels.pulse import PulseChannel
 from octoric.sim.channels.route import ROUTES, RouteChannel
+from octoric.sim.channels.steps import StepsChannel
 from octoric.sim.channels.traces import (
     MAHIMAHI_PACKET_BYTES,
     CqiTrace,
@@ -45,6 +47,7 @@ __all__ = [
     "MahimahiTrace",
     "PulseChannel",
     "RouteChannel",
+    "StepsChannel",
     "previous_period_mean",
     "read_cqi_csv",
     "read_mahimahi",
