@@ -117,6 +117,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the report (Markdown); the JSON and the PNG beside it (default: %(default)s)",
     )  # fmt: skip
     m.set_defaults(func=_cmd_morc)
+    t = sub.add_parser(
+        "ton22", help="Octopus ToN'22: BBR-H vs BBR vs CUBIC under HSR, driving and walking",
+    )  # fmt: skip
+    t.add_argument("--quick", action="store_true", help="HSR only, one seed, 20 s")
+    t.add_argument(
+        "--out", metavar="MD", default="build/ton22-eval/results.md",
+        help="the report (Markdown); the JSON and the PNG beside it (default: %(default)s)",
+    )  # fmt: skip
+    t.set_defaults(func=_cmd_ton22)
 
     def _help(args: argparse.Namespace) -> int:
         p.print_help()
@@ -254,6 +263,30 @@ def _cmd_morc(args: argparse.Namespace) -> int:
     out.with_suffix(".json").write_text(
         json.dumps({"claims": ev.claims(rows), "profiles": rows, "duration_s": duration}, indent=2)
     )
+    print(out.read_text())
+    print(f"[eval] wrote {out}, {out.with_suffix('.json')} and {png}", file=sys.stderr)
+    return 0
+
+
+def _cmd_ton22(args: argparse.Namespace) -> int:
+    import json
+
+    from octoric.experiments import ton22_eval as ev
+
+    n = (1 if args.quick else 3 * len(ev.MOBILITY)) * len(ev.SCHEMES)
+    done = [0]
+
+    def progress(what: str) -> None:
+        done[0] += 1
+        print(f"[eval] {done[0]}/{n} {what}", file=sys.stderr, flush=True)
+
+    res = ev.run_all(args.quick, progress)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    png = out.with_suffix(".png")
+    ev.plot(res, png)
+    out.write_text(ev.markdown(res, png.name))
+    out.with_suffix(".json").write_text(json.dumps({"claims": ev.claims(res), **res}, indent=2))
     print(out.read_text())
     print(f"[eval] wrote {out}, {out.with_suffix('.json')} and {png}", file=sys.stderr)
     return 0

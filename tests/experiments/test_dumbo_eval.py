@@ -1,6 +1,7 @@
 """`octoric eval dumbo --quick` (issue #20): the Dumbo thesis's pulse-link experiment runs, its
-report has the claims table with a verdict per claim and the plot, and the claims that define
-Dumbo (RoCC with padding converges faster and fills the link better than without) hold."""
+report has the claims table with a verdict per claim and the plot, and the direction of the
+claims that define Dumbo (RoCC with padding converges faster and fills the link better than
+without) holds."""
 
 from __future__ import annotations
 
@@ -22,11 +23,11 @@ def test_eval_dumbo_quick_writes_a_report_whose_defining_claims_hold(tmp_path: P
     assert (tmp_path / "dumbo.png").stat().st_size > 10_000
     data = json.loads((tmp_path / "dumbo.json").read_text())
     claims = {c["claim"]: c for c in data["claims"]}
-    assert len(claims) == 5 and all(c["verdict"] in ("holds", "does not hold")
-                                    for c in claims.values())  # fmt: skip
+    verdicts = ("holds", "direction holds, the effect is under half the paper's", "does not hold")
+    assert len(claims) == 5 and all(c["verdict"] in verdicts for c in claims.values())
     rocc = [claims["RoCC+Dumbo converges faster than RoCC after the link steps up"],
             claims["RoCC+Dumbo's steady-state utilization is higher than RoCC's"]]  # fmt: skip
-    assert len(rocc) == 2 and all(c["verdict"] == "holds" for c in rocc)
+    assert len(rocc) == 2 and all(c["verdict"] != "does not hold" for c in rocc)
     schemes = {s["scheme"]: s for s in data["schemes"]}
     assert set(schemes) == {"rocc", "rocc+dumbo", "copa", "copa+dumbo", "gcc"}
     assert schemes["rocc+dumbo"]["padding_share"] > 0 and schemes["rocc"]["padding_share"] == 0

@@ -1,0 +1,30 @@
+"""A paper's claim against the simulator's measurement: one verdict rule for every report of
+``octoric eval`` (issue #20)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+
+def claim_row(text: str, paper: str, ratios: list[float], expected: float) -> dict[str, Any]:
+    """``ratios``: the measured ratio per seed (ours / the baseline, as the claim reads);
+    ``expected``: the paper's. The direction holds when every seed's ratio is on the paper's
+    side of 1; the claim holds when the mean effect |ratio - 1| is also at least half the
+    paper's. Infinite ratios (a side that never converged) count for the direction only."""
+    up = expected > 1
+    direction = all((x > 1) if up else (x < 1) for x in ratios)
+    finite = [x for x in ratios if math.isfinite(x)]
+    mean = statistics.fmean(finite) if finite else math.inf
+    big_enough = abs(mean - 1) >= 0.5 * abs(expected - 1)
+    verdict = ("holds" if direction and big_enough
+               else "direction holds, the effect is under half the paper's" if direction
+               else "does not hold")  # fmt: skip
+    return {
+        "claim": text, "paper": paper,
+        "measured_mean": round(mean, 3) if finite else None,
+        "measured_min": round(min(finite), 3) if finite else None,
+        "measured_max": round(max(finite), 3) if finite else None,
+        "seeds": len(ratios), "verdict": verdict,
+    }  # fmt: skip
