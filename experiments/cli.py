@@ -10,7 +10,9 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from octoric.errors import OctoricError
 
@@ -96,36 +98,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )  # fmt: skip
     h.set_defaults(func=_cmd_handover)
 
-    d = sub.add_parser(
-        "dumbo", help="the Dumbo thesis's pulse-link convergence: RoCC/Copa with and without "
-        "Dumbo, and GCC; claims table and plot",
-    )  # fmt: skip
-    d.add_argument("--quick", action="store_true", help="one seed (default: five)")
-    d.add_argument(
-        "--out", metavar="MD", default="build/dumbo-eval/results.md",
-        help="the report (Markdown); the JSON and the PNG beside it (default: %(default)s)",
-    )  # fmt: skip
-    d.set_defaults(func=_cmd_dumbo)
-    m = sub.add_parser(
-        "morc", help="MORC's Table 1: MORC vs CUBIC vs BBR utilization on varying links",
-    )  # fmt: skip
-    m.add_argument("--quick", action="store_true", help="3 of the 14 profiles, 10 s runs")
+    def report_parser(name: str, help_: str, quick: str) -> argparse.ArgumentParser:
+        r = sub.add_parser(name, help=help_)
+        r.add_argument("--quick", action="store_true", help=quick)
+        r.add_argument(
+            "--out", metavar="MD", default=f"build/{name}-eval/results.md",
+            help="the report (Markdown); the JSON and the PNG beside it (default: %(default)s)",
+        )  # fmt: skip
+        return r
+
+    report_parser("dumbo", "the Dumbo thesis's pulse-link convergence: RoCC/Copa with and "
+                  "without Dumbo, and GCC; claims table and plot",
+                  "one seed (default: five)").set_defaults(func=_cmd_dumbo)  # fmt: skip
+    m = report_parser("morc", "MORC's Table 1: MORC vs CUBIC vs BBR utilization on varying "
+                      "links", "3 of the 14 profiles, 10 s runs")  # fmt: skip
     m.add_argument("--duration", type=float, default=30.0, metavar="S",
                    help="simulated seconds per run (default 30; --quick: 10)")  # fmt: skip
-    m.add_argument(
-        "--out", metavar="MD", default="build/morc-eval/results.md",
-        help="the report (Markdown); the JSON and the PNG beside it (default: %(default)s)",
-    )  # fmt: skip
     m.set_defaults(func=_cmd_morc)
-    t = sub.add_parser(
-        "ton22", help="Octopus ToN'22: BBR-H vs BBR vs CUBIC under HSR, driving and walking",
-    )  # fmt: skip
-    t.add_argument("--quick", action="store_true", help="HSR only, one seed, 20 s")
-    t.add_argument(
-        "--out", metavar="MD", default="build/ton22-eval/results.md",
-        help="the report (Markdown); the JSON and the PNG beside it (default: %(default)s)",
-    )  # fmt: skip
-    t.set_defaults(func=_cmd_ton22)
+    report_parser("ton22", "Octopus ToN'22: BBR-H vs BBR vs CUBIC under HSR, driving and "
+                  "walking", "HSR only, one seed, 20 s").set_defaults(func=_cmd_ton22)  # fmt: skip
 
     def _help(args: argparse.Namespace) -> int:
         p.print_help()
@@ -214,79 +205,58 @@ def _cmd_handover(args: argparse.Namespace) -> int:
     return 0 if doc["ok"] else 1
 
 
-def _cmd_dumbo(args: argparse.Namespace) -> int:
-    import json
-
-    from octoric.experiments import dumbo_eval as ev
-
-    seeds = 1 if args.quick else 5
-    n = seeds * len(ev.SCHEMES)
+def _counter(n: int) -> Callable[[str], None]:
+    """A progress line per run on stderr: ``[eval] k/n what``."""
     done = [0]
 
     def progress(what: str) -> None:
         done[0] += 1
         print(f"[eval] {done[0]}/{n} {what}", file=sys.stderr, flush=True)
 
-    runs = ev.run_all(seeds, progress)
-    out = Path(args.out)
+    return progress
+
+
+def _write_report(out: Path, markdown: Callable[[str], str], data: dict[str, Any],
+                  plot: Callable[[Path], None]) -> int:  # fmt: skip
+    """The report (``out``, Markdown naming the plot), its JSON and PNG beside it."""
+    import json
+
     out.parent.mkdir(parents=True, exist_ok=True)
     png = out.with_suffix(".png")
-    ev.plot(runs, png)
-    out.write_text(ev.markdown(runs, seeds, png.name))
-    out.with_suffix(".json").write_text(json.dumps(
-        {"claims": ev.claims_table(runs), "schemes": ev.scheme_table(runs), "seeds": seeds},
-        indent=2, default=str))  # fmt: skip
+    plot(png)
+    out.write_text(markdown(png.name))
+    out.with_suffix(".json").write_text(json.dumps(data, indent=2, default=str))
     print(out.read_text())
     print(f"[eval] wrote {out}, {out.with_suffix('.json')} and {png}", file=sys.stderr)
     return 0
 
 
-def _cmd_morc(args: argparse.Namespace) -> int:
-    import json
+def _cmd_dumbo(args: argparse.Namespace) -> int:
+    from octoric.experiments import dumbo_eval as ev
 
+    seeds = 1 if args.quick else 5
+    runs = ev.run_all(seeds, _counter(seeds * len(ev.SCHEMES)))
+    data = {"claims": ev.claims_table(runs), "schemes": ev.scheme_table(runs), "seeds": seeds}
+    return _write_report(Path(args.out), lambda png: ev.markdown(runs, seeds, png), data,
+                         lambda png: ev.plot(runs, png))  # fmt: skip
+
+
+def _cmd_morc(args: argparse.Namespace) -> int:
     from octoric.experiments import morc_eval as ev
 
     duration = 10.0 if args.quick else args.duration
     n = (len(ev.QUICK) if args.quick else len(ev.PROFILES)) * len(ev.SCHEMES)
-    done = [0]
-
-    def progress(what: str) -> None:
-        done[0] += 1
-        print(f"[eval] {done[0]}/{n} {what}", file=sys.stderr, flush=True)
-
-    rows = ev.run_all(args.quick, duration, progress=progress)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    png = out.with_suffix(".png")
-    ev.plot(rows, png)
-    out.write_text(ev.markdown(rows, duration, png.name))
-    out.with_suffix(".json").write_text(
-        json.dumps({"claims": ev.claims(rows), "profiles": rows, "duration_s": duration}, indent=2)
-    )
-    print(out.read_text())
-    print(f"[eval] wrote {out}, {out.with_suffix('.json')} and {png}", file=sys.stderr)
-    return 0
+    rows = ev.run_all(args.quick, duration, progress=_counter(n))
+    data = {"claims": ev.claims(rows), "profiles": rows, "duration_s": duration}
+    return _write_report(Path(args.out), lambda png: ev.markdown(rows, duration, png), data,
+                         lambda png: ev.plot(rows, png))  # fmt: skip
 
 
 def _cmd_ton22(args: argparse.Namespace) -> int:
-    import json
-
     from octoric.experiments import ton22_eval as ev
 
     n = (1 if args.quick else 3 * len(ev.MOBILITY)) * len(ev.SCHEMES)
-    done = [0]
-
-    def progress(what: str) -> None:
-        done[0] += 1
-        print(f"[eval] {done[0]}/{n} {what}", file=sys.stderr, flush=True)
-
-    res = ev.run_all(args.quick, progress)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    png = out.with_suffix(".png")
-    ev.plot(res, png)
-    out.write_text(ev.markdown(res, png.name))
-    out.with_suffix(".json").write_text(json.dumps({"claims": ev.claims(res), **res}, indent=2))
-    print(out.read_text())
-    print(f"[eval] wrote {out}, {out.with_suffix('.json')} and {png}", file=sys.stderr)
-    return 0
+    res = ev.run_all(args.quick, _counter(n))
+    data = {"claims": ev.claims(res), **res}
+    return _write_report(Path(args.out), lambda png: ev.markdown(res, png), data,
+                         lambda png: ev.plot(res, png))  # fmt: skip
