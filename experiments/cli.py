@@ -40,6 +40,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="simulated seconds per run (default 120)",
     )  # fmt: skip
     o.add_argument(
+        "--quick", action="store_true",
+        help="a smoke run: the first trace (by name) and the contention cell, 10 s each",
+    )  # fmt: skip
+    o.add_argument(
         "--plots", metavar="DIR", help="write PNG plots into DIR (default: OUT's folder)"
     )
     o.add_argument("--no-plots", action="store_true", help="write no plots")
@@ -146,6 +150,10 @@ def _cmd_occ(args: argparse.Namespace) -> int:
         if missing:
             raise ev.EvalError(f"--only: no trace {', '.join(missing)} in {args.traces}")
         cases = [c for c in cases if c.name in args.only or c.name == ev.CONTENTION]
+    if args.quick:
+        first = min((c.name for c in cases if c.trace is not None), default=None)
+        cases = [c for c in cases if c.name in (first, ev.CONTENTION)]
+        args.duration = min(args.duration, 10.0)
     unknown = sorted(set(args.timeseries) - {c.name for c in cases if c.trace is not None})
     if unknown:
         raise ev.EvalError(f"--timeseries: no trace {', '.join(unknown)} in this run")

@@ -63,6 +63,21 @@ def test_eval_occ_writes_results_table_and_plots(
     assert all((plots / n).read_bytes()[:4] == b"\x89PNG" for n in pngs)
 
 
+def test_eval_occ_quick_runs_one_trace_and_the_contention_cell(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    for name in ("b-trace", "a-trace"):
+        _write_trace(traces / f"{name}.down")
+    out = tmp_path / "quick.json"
+    assert main(["eval", "occ", "--quick", "--traces", str(traces), "--json", str(out),
+                 "--no-plots"]) == 0  # fmt: skip
+    doc = json.loads(out.read_text())
+    assert {r["trace"] for r in doc["results"]} == {"a-trace", ev.CONTENTION}
+    assert doc["meta"]["duration_s"] == 10.0
+
+
 def test_eval_occ_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(ev.EvalError, match="no Mahimahi traces"):
         ev.find_cases(tmp_path)
