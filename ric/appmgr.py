@@ -25,6 +25,9 @@ from octoric.ric.sdl import Sdl
 
 log = logging.getLogger("ric.appmgr")
 NS = "octoric.ric.xapps"
+# a near-RT RIC hosts tens of xApps; each one is in every route table and every listing, so a
+# registering client (authenticated, but maybe broken) must not grow them without bound
+MAX_XAPPS = 256
 
 
 @dataclass
@@ -45,6 +48,7 @@ class AppmgrCounters:
     registered: int = 0
     deregistered: int = 0
     bad_requests: int = 0
+    refused_full: int = 0  # new xApps refused at MAX_XAPPS
 
 
 class Appmgr:
@@ -112,6 +116,13 @@ class Appmgr:
             raise web.HTTPBadRequest(
                 text=json.dumps({"error": f"bad xApp config: {e}"}), content_type="application/json"
             ) from None
+        known = await self.sdl.keys(NS)
+        if rec.name not in known and len(known) >= MAX_XAPPS:
+            self.counters.refused_full += 1
+            raise web.HTTPConflict(
+                text=json.dumps({"error": f"{MAX_XAPPS} xApps are registered: deregister one"}),
+                content_type="application/json",
+            )
         await self.sdl.set_json(NS, rec.name, asdict(rec))
         self.counters.registered += 1
         log.info("xApp %s registered (rmr %s)", rec.name, rec.rmr_endpoint)

@@ -674,6 +674,7 @@ class InProcessRic:
         psdl = await sdl("platform", [appmgr.NS, rtmgr.NS])
         pep = _RmrStandIn(routed=True)
         am, rm = services.platform_services(rt, psdl, pep.wh_send_to)
+        self.appmgr, self.rtmgr = am, rm  # for tests: their counters
         await rm.start()
         self._stops.append(rm.stop)
         am_app, rm_app = services.platform_apps(rt, psdl, am, rm, pep)

@@ -34,12 +34,17 @@ from octoric.ric.sdl import Sdl
 log = logging.getLogger("ric.rtmgr")
 NS = "octoric.ric.routes"
 CHUNK = 4000
+# every subscription route is in every table pushed on every change, so they are bounded: a
+# near-RT RIC runs a few subscriptions per E2 node and xApp, each received by an instance or two
+MAX_SUBSCRIPTIONS = 4096
+MAX_SUB_ENDPOINTS = 16
 
 Pusher = Callable[[str, int, bytes], bool]  # (control "host:port", mtype, payload) -> sent
 
 
 @dataclass
 class RtmgrStats:
+    refused_full: int = 0  # subscription routes refused at MAX_SUBSCRIPTIONS / MAX_SUB_ENDPOINTS
     pushes: int = 0
     push_failures: int = 0
     tables: int = 0
@@ -159,6 +164,17 @@ class Rtmgr:
         sub, ep = await self._handle_body(request)
         cur = await self.sdl.get_json(NS, f"sub.{sub}") or []
         if ep not in cur:
+            full = len(cur) >= MAX_SUB_ENDPOINTS or (
+                not cur and len(await self.sdl.keys(NS, "sub.")) >= MAX_SUBSCRIPTIONS
+            )
+            if full:
+                self.stats.refused_full += 1
+                raise web.HTTPConflict(
+                    text=json.dumps({"error": "route table full: at most "
+                                     f"{MAX_SUBSCRIPTIONS} subscriptions of "
+                                     f"{MAX_SUB_ENDPOINTS} endpoints each"}),
+                    content_type="application/json",
+                )  # fmt: skip
             await self.sdl.set_json(NS, f"sub.{sub}", [*cur, ep])
         await self.rebuild()
         return web.Response(status=201)

@@ -181,3 +181,43 @@ def test_chars_draws_as_random_choices() -> None:
                 a, b = random.Random(seed), random.Random(seed)
                 assert "".join(a.choices(alphabet, k=k)) == chars(b, alphabet, k)
                 assert a.random() == b.random()
+
+
+def test_registrations_and_subscription_routes_are_bounded(
+    in_process_ric: fuzz_rest.InProcessRic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every registered xApp and every subscription route is in every route table and listing:
+    past the limits a new one gets a 409 and a counter (the fuzzer's registrations used to grow
+    them without bound, each request slower than the last); an existing one may still update,
+    and a freed slot takes a new one."""
+    from octoric.ric import appmgr, rtmgr
+
+    monkeypatch.setattr(appmgr, "MAX_XAPPS", 3)
+    monkeypatch.setattr(rtmgr, "MAX_SUB_ENDPOINTS", 2)
+    monkeypatch.setattr(rtmgr, "MAX_SUBSCRIPTIONS", 2)
+    ric = in_process_ric
+    have = len(json.loads(ric.run(ric.call("appmgr", "GET", "/ric/v1/xapps", None))[1]))
+
+    def register(name: str) -> int:
+        body = fuzz_rest._register_body(name, "127.0.0.1:4999")
+        return int(ric.run(ric.call("appmgr", "POST", "/ric/v1/register", body))[0])
+
+    names = [f"x{i}" for i in range(3 - have)]
+    assert [register(n) for n in names] == [201] * len(names)
+    assert register("one-too-many") == 409
+    assert register(names[0]) == 201  # an update of a registered one
+    deregister = {"appName": names[0]}
+    assert ric.run(ric.call("appmgr", "POST", "/ric/v1/deregister", deregister))[0] == 204
+    assert register("one-too-many") == 201
+    assert ric.appmgr.counters.refused_full == 1
+
+    path = "/ric/v1/handles/xapp-subscription-handle"
+
+    def add(sub: int, port: int) -> int:
+        body = {"subscription_id": sub, "address": "127.0.0.1", "port": port}
+        return int(ric.run(ric.call("rtmgr", "POST", path, body))[0])
+
+    assert [add(1, 5001), add(1, 5002), add(1, 5003)] == [201, 201, 409]  # 2 endpoints each
+    assert add(1, 5001) == 201  # already there: no change
+    assert [add(2, 5001), add(3, 5001)] == [201, 409]  # 2 subscriptions
+    assert ric.rtmgr.stats.refused_full == 2
