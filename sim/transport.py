@@ -52,12 +52,14 @@ MIN_PADDING = 200  # Dumbo: a dummy packet is at least 200 bytes (thesis §5.1)
 
 
 class MediaQueue(Protocol):
-    """What the transport reads of a video sender: its queue of encoded packets."""
+    """What the transport uses of a video sender (``VideoSender``): its queue of encoded
+    packets, and the two ways a head packet leaves it."""
 
     pending: deque[Packet]
-    pending_bytes: int
-    frames: Any  # FrameTable: ``sent_us`` per frame
-    msgs: Any  # MessageTable: ``frame`` per message
+
+    def send_head(self, now_us: int, seq: int) -> Packet: ...
+
+    def drop_head(self) -> Packet: ...
 
 
 @dataclass(slots=True)
@@ -245,10 +247,7 @@ class TransportSender:
                 size = media.pending[0].size
                 if self.inflight + size > max(cwnd, size):
                     break
-                pkt = media.pending.popleft()
-                media.pending_bytes -= size
-                pkt.seq, pkt.send_us = self.next_seq, now_us
-                media.frames.sent_us[media.msgs.frame[pkt.msg]] = now_us
+                pkt = media.send_head(now_us, self.next_seq)
                 self.media_bytes += size
             elif self.padding:
                 size = min(self.mss, max(cwnd, self.mss) - self.inflight)
@@ -280,9 +279,7 @@ class TransportSender:
         d = self.buffer_dropper
         if d is None or not d.should_drop(media.pending[0], now_us):
             return False
-        p = media.pending.popleft()
-        media.pending_bytes -= p.size
-        self.buffer_dropped_bytes += p.size
+        self.buffer_dropped_bytes += media.drop_head().size
         return True
 
     def wake_us(self, now_us: int) -> int | None:

@@ -286,6 +286,21 @@ class VideoSender:
         self.sent_bytes += total_size
         return target
 
+    def send_head(self, now_us: int, seq: int) -> Packet:
+        """The media queue's head leaves now (a transport sends it): stamped with its send time
+        and transport sequence number, its frame marked sent, as the pacer's ``release``."""
+        p = self.pending.popleft()
+        self.pending_bytes -= p.size
+        p.seq, p.send_us = seq, now_us
+        self.frames.sent_us[self.msgs.frame[p.msg]] = now_us
+        return p
+
+    def drop_head(self) -> Packet:
+        """The media queue's head is dropped unsent (the Octopus transport buffer)."""
+        p = self.pending.popleft()
+        self.pending_bytes -= p.size
+        return p
+
     def skip_frame(self) -> None:
         """The encoder skips a frame (Dumbo's latency control: the media queue would take too
         long to drain): nothing is encoded, the next frame refers to the last one encoded."""

@@ -41,7 +41,6 @@ class DumboControl:
         self.window_us = standing_window_us
         self.threshold_us = latency_threshold_us
         self._q: deque[tuple[int, int]] = deque()  # (time, bytes) of each change in the window
-        self.skipped = 0
 
     def on_queue(self, now_us: int, queue_bytes: int) -> None:
         """The media queue holds ``queue_bytes`` from ``now_us`` on."""
@@ -64,10 +63,7 @@ class DumboControl:
             return EncoderDecision(self.start_bps, False)
         standing = self.standing_bytes(now_us)
         target = max(sending_bps - standing * 8e6 / self.window_us, min_bps)
-        skip = queue_bytes * 8e6 / target > self.threshold_us
-        if skip:
-            self.skipped += 1
-        return EncoderDecision(target, skip)
+        return EncoderDecision(target, queue_bytes * 8e6 / target > self.threshold_us)
 
 
 DUMBO_SUFFIX = "+dumbo"

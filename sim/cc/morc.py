@@ -96,8 +96,7 @@ class Morc(WindowScheme):
         self.mis: deque[_Mi] = deque()  # sent, result not yet used
         self.plan: deque[tuple[float, str]] = deque()  # MIs still to run: (rate, role)
         self.current: _Mi | None = None
-        self.prev_ss: _Mi | None = None  # slow start: the last evaluated MI
-        self.best_ss_rate = self.rate
+        self.prev_ss: _Mi | None = None  # slow start: the best MI so far (its rate is self.rate)
         self.trials: list[_Mi] = []
         self.adjust_n = 0
         self.adjust_dir = 0
@@ -185,11 +184,10 @@ class Morc(WindowScheme):
         if mi.role == "ss" and self.state == SLOW_START:
             if self.prev_ss is None or mi.utility >= self.prev_ss.utility:
                 self.prev_ss = mi
-                self.rate = self.best_ss_rate = mi.rate_bps
+                self.rate = mi.rate_bps
                 self.plan.append((2 * self.rate, "ss"))
                 return
-            self.rate = self.best_ss_rate
-            self._decide(mi)
+            self._decide(mi)  # from the best MI's rate, which self.rate still is
         elif mi.role.startswith("trial") and self.state == DECIDE:
             self.trials.append(mi)
             if len(self.trials) == 4:

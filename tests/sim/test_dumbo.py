@@ -31,7 +31,7 @@ from octoric.sim.transport import (
     WindowContext,
     WindowScheme,
 )
-from octoric.sim.video import VideoConfig, WiredPathConfig
+from octoric.sim.video import VideoConfig, VideoSender, WiredPathConfig
 
 pytestmark = pytest.mark.unit
 
@@ -127,6 +127,9 @@ class _Media:
         self.pending_bytes = sum(sizes)
         self.frames = type("F", (), {"sent_us": [0] * len(sizes)})()
         self.msgs = type("M", (), {"frame": list(range(len(sizes)))})()
+
+    send_head = VideoSender.send_head  # the sender's own bookkeeping, on these fields
+    drop_head = VideoSender.drop_head
 
 
 class _Window(WindowScheme):
