@@ -56,6 +56,7 @@ redis:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null
 
 E2SM_CRATE := e2sm/native/Cargo.toml
+REALUE_CRATE := sim/realue/native/Cargo.toml
 native:
 	@if [ -f $(RMR_CRATE) ]; then \
 	  cargo build -q --release --manifest-path $(RMR_CRATE) && mkdir -p build/lib && \
@@ -64,6 +65,10 @@ native:
 	@if [ -f $(E2SM_CRATE) ]; then \
 	  cargo build -q --release --manifest-path $(E2SM_CRATE) && mkdir -p build/lib && \
 	  install -m 0755 e2sm/native/target/release/libocto_e2sm.so build/lib/libocto_e2sm.so; \
+	fi
+	@if [ -f $(REALUE_CRATE) ]; then \
+	  cargo build -q --release --manifest-path $(REALUE_CRATE) && mkdir -p build/lib && \
+	  install -m 0755 sim/realue/native/target/release/libocto_realue.so build/lib/libocto_realue.so; \
 	fi
 
 lock:
@@ -120,16 +125,16 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
-	@for c in $(RMR_CRATE) $(E2SM_CRATE); do if [ -f $$c ]; then \
+	@for c in $(RMR_CRATE) $(E2SM_CRATE) $(REALUE_CRATE); do if [ -f $$c ]; then \
 	  cargo fmt --manifest-path $$c -- --check && \
 	  cargo clippy -q --manifest-path $$c --all-targets -- -D warnings || exit 1; fi; done
 
 fmt: setup
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
-	@for c in $(RMR_CRATE) $(E2SM_CRATE); do if [ -f $$c ]; then cargo fmt --manifest-path $$c; fi; done
+	@for c in $(RMR_CRATE) $(E2SM_CRATE) $(REALUE_CRATE); do if [ -f $$c ]; then cargo fmt --manifest-path $$c; fi; done
 
 clean:
 	rm -rf build $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
-	@for c in $(RMR_CRATE) $(E2SM_CRATE); do if [ -f $$c ]; then cargo clean -q --manifest-path $$c; fi; done
+	@for c in $(RMR_CRATE) $(E2SM_CRATE) $(REALUE_CRATE); do if [ -f $$c ]; then cargo clean -q --manifest-path $$c; fi; done
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,5 +1,6 @@
 """octoric's wheel carries its native libraries: ``octoric/rmr/librmr_si.so`` (RMR) and
-``octoric/e2sm/libocto_e2sm.so`` (the native KPM decoder; without it the Python one runs).
+``octoric/e2sm/libocto_e2sm.so`` (the native KPM decoder; without it the Python one runs) and
+``octoric/sim/realue/libocto_realue.so`` (the real-UE path's release thread).
 
 Everything else is in pyproject.toml. The wheel is a platform wheel (the library is x86-64
 Linux code), built from ``$OCTORIC_RMR_LIB`` when set (a library already built, e.g.
@@ -39,6 +40,12 @@ def _libe2sm() -> Path:
     return ROOT / "e2sm" / "native" / "target" / "release" / "libocto_e2sm.so"
 
 
+def _librealue() -> Path:
+    crate = ROOT / "sim" / "realue" / "native" / "Cargo.toml"
+    subprocess.run(["cargo", "build", "--release", "--manifest-path", str(crate)], check=True)
+    return ROOT / "sim" / "realue" / "native" / "target" / "release" / "libocto_realue.so"
+
+
 class BuildPyWithRmr(build_py):
     def run(self) -> None:
         super().run()
@@ -47,6 +54,8 @@ class BuildPyWithRmr(build_py):
         dst = Path(self.build_lib) / "octoric" / "rmr" / "librmr_si.so"
         shutil.copy2(_librmr(), dst)
         shutil.copy2(_libe2sm(), Path(self.build_lib) / "octoric" / "e2sm" / "libocto_e2sm.so")
+        realue = Path(self.build_lib) / "octoric" / "sim" / "realue" / "libocto_realue.so"
+        shutil.copy2(_librealue(), realue)
 
 
 class PlatformDistribution(Distribution):

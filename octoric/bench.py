@@ -25,6 +25,7 @@ BENCH_MODULES = [
     "octoric.e2sm.bench",
     "octoric.ric.bench",
     "octoric.sim.bench",
+    "octoric.sim.realue_bench",
     "octoric.xapps.occ.bench",
     "octoric.xapps.octopus.bench",
     "octoric.experiments.bench",

@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 # Native crates whose `cargo test` is part of `make test` (skipped until they exist).
-CARGO_CRATES = ["rmr", "e2sm/native"]
+CARGO_CRATES = ["rmr", "e2sm/native", "sim/realue/native"]
 # CMake projects whose ctest suite is part of `make test`.
 CMAKE_PROJECTS = ["srsran_agent/liboctopus"]
 # Native suites that only `make test-all` runs (sanitizers, long fuzz smoke runs).

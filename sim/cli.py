@@ -96,6 +96,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--occ-register", metavar="URL",
         help="register the occ flows' feedback address here (the OCC xApp's /occ/v1/flows)",
     )  # fmt: skip
+    live.add_argument(
+        "--real-ues", type=int, metavar="N",
+        help="the first N UEs carry real applications' packets through network namespaces "
+        "(root; docs/emulated-cell.md)",
+    )  # fmt: skip
     r.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     r.set_defaults(func=_cmd_run)
     ls = sub.add_parser("scenarios", help="list the built-in scenarios and schemes")
@@ -229,7 +234,7 @@ def ric_endpoint(arg: str | None) -> tuple[str, int]:
 def _cmd_run(args: argparse.Namespace) -> int:
     if args.live:
         return _cmd_live(args)
-    for opt in ("ric_e2", "status_file", "feedback_port", "occ_register"):
+    for opt in ("ric_e2", "status_file", "feedback_port", "occ_register", "real_ues"):
         if getattr(args, opt) is not None:
             raise SimError(f"--{opt.replace('_', '-')} needs --live")
     from octoric.sim.runner import run_offline
@@ -238,6 +243,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.plot and not args.json:
         raise SimError("--plot writes its PNGs beside the summary: give --json OUT too")
     sc = _scenario(args)
+    if any(f.traffic == "real" for u in sc.ues for f in u.flows):
+        raise SimError("a `traffic: real` flow carries real packets: run it with --live (root)")
     progress = (not args.quiet and sys.stderr.isatty()) or (not args.quiet and sc.duration_s >= 60)
     res = run_offline(sc, args.seed, progress=progress)
     speed = res.summary["sim_seconds"] / max(res.wall_seconds, 1e-9)
@@ -269,6 +276,22 @@ def _kpm_versions(text: str) -> tuple[KpmVersion, ...]:
         raise SimError(f"--kpm-version: {e}") from None
 
 
+def _print_real_ues(path: Any) -> None:
+    """Where the applications of a real-UE run go (``RealUePath``)."""
+    from octoric.sim.realue.netns import SERVER_ADDR
+
+    ns = path.ns
+    print(f"sim live: real UEs up; the server side is netns {ns.server_ns} ({SERVER_ADDR}):",
+          file=sys.stderr)  # fmt: skip
+    for u in path.ues:
+        amf = path.engine.ues[u.engine_ue].amf_ue_ngap_id
+        print(f"  UE {amf}: netns {u.netns}, address {u.address}", file=sys.stderr)
+    py = sys.executable
+    print(f"  e.g. ip netns exec {ns.ue_ns[0]} {py} -m octoric.sim.realue.udp_tool recv\n"
+          f"       ip netns exec {ns.server_ns} {py} -m octoric.sim.realue.udp_tool send "
+          f"--to {path.ues[0].address} --mbps 20", file=sys.stderr, flush=True)  # fmt: skip
+
+
 def _cmd_live(args: argparse.Namespace) -> int:
     import asyncio
     import signal
@@ -289,6 +312,10 @@ def _cmd_live(args: argparse.Namespace) -> int:
     duration = args.duration
     args.duration = None
     sc = _scenario(args)
+    if args.real_ues is not None:
+        from octoric.sim.overrides import apply_real_ues
+
+        apply_real_ues(sc, args.real_ues)
     if duration is None:
         sc.duration_s = LIVE_DEFAULT_S
     else:
@@ -302,6 +329,7 @@ def _cmd_live(args: argparse.Namespace) -> int:
         handover_log=Path(args.handover_log) if args.handover_log else None,
         series_path=Path(args.series) if args.series else None,
         kpm_versions=_kpm_versions(args.kpm_version),
+        on_real_ready=None if args.quiet else _print_real_ues,
     )  # fmt: skip
     if not args.quiet:
         print(

@@ -51,7 +51,7 @@ from octoric.sim.measurements import (
     PhyCapacityAbw,
 )
 from octoric.sim.mobility import HandoverEvent, handover_schedule
-from octoric.sim.packets import Packet
+from octoric.sim.packets import Packet, PacketSink
 from octoric.sim.ran import Cell, CellConfig, TddPattern, UeRadio
 from octoric.sim.receiver import VideoReceiver
 from octoric.sim.rlc import DlQueue
@@ -95,6 +95,7 @@ class FlowState:
     wire: bool = False  # Octopus headers travel as bytes and are parsed at the gNB
     tx: TransportSender | None = None  # a bulk flow's packet-level transport sender
     tx_sink: TransportReceiver | None = None  # its receiver (video flows have ``receiver``)
+    ext_sink: PacketSink | None = None  # a real flow's: the live real-UE path
     tx_wake_us: int | None = None  # when its timer event is due (one pending at a time)
     dumbo: DumboControl | None = None  # a video flow on the transport: its encoder control
     enc_target_bps: float = math.nan  # ... and the target it last gave the encoder
@@ -279,7 +280,7 @@ class Engine:
             self.flows.append(f)
             self._push(int(spec.start_s * 1e6), EV_BULK_START, f)
             return f
-        if spec.traffic == "none":
+        if spec.traffic in ("none", "real"):  # real: packets from outside (the live path)
             f = FlowState(idx, ue, spec, None, None, None, None)
             self.flows.append(f)
             return f
@@ -426,12 +427,27 @@ class Engine:
         heapq.heappush(self.events, (t, self._seq, kind, arg))
 
     def inject_packet(self, ue: int, pkt: Packet, payload: bytes | None, now_us: int) -> None:
-        """A packet for UE ``ue`` reaches the gNB now (the live driver's entry point)."""
+        """A packet for UE ``ue`` reaches the gNB now (the live driver's entry point);
+        ``payload``: bytes starting with its Octopus header, parsed here as the gNB does."""
         q = self.ues[ue].queue
         if payload is not None:
             q.enqueue_payload(pkt, payload, now_us)
         else:
             q.enqueue(pkt, now_us)
+        if q.tail_dropped:
+            self.flows[pkt.flow].tail_dropped_pkts += len(q.tail_dropped)
+            q.tail_dropped.clear()
+
+    def attach_external_flow(self, ue: int, sink: PacketSink) -> int:
+        """The UE's ``traffic: real`` flow gets its packets from outside (``inject_packet``)
+        and hands each delivered one to ``sink``; returns the flow's index."""
+        for f in self.flows:
+            if f.ue == ue and f.spec.traffic == "real":
+                if f.ext_sink is not None:
+                    raise SimError(f"UE {ue}'s real flow already has a packet sink")
+                f.ext_sink = sink
+                return f.idx
+        raise SimError(f"UE {ue} has no flow with traffic: real")
 
     def _dispatch(self, t: int, kind: int, arg: Any) -> None:
         if kind == EV_ARRIVE:
@@ -457,6 +473,8 @@ class Engine:
                 fl.receiver.on_packet(p, t)
             if fl.tx_sink is not None:
                 fl.tx_sink.on_packet(p, t)
+            elif fl.ext_sink is not None:
+                fl.ext_sink.on_packet(p, t)
         elif kind == EV_ACK:
             f, seq = arg
             assert f.tx is not None
@@ -811,6 +829,8 @@ class Engine:
                                         fl.receiver.on_packet(p, t_end)
                                     if fl.tx_sink is not None:
                                         fl.tx_sink.on_packet(p, t_end)
+                                    elif fl.ext_sink is not None:
+                                        fl.ext_sink.on_packet(p, t_end)
                                 q.delivered.clear()
                         if q.dropped:
                             for p in q.dropped:

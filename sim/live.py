@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from octoric.contracts import ports
 from octoric.contracts.feedback import FeedbackFormatError, parse_feedback
@@ -30,6 +30,9 @@ from octoric.sim.e2agent import E2Agent
 from octoric.sim.engine import Engine
 from octoric.sim.ground_truth import HandoverLog
 from octoric.sim.measurements import AbwSource, KpmReport
+from octoric.sim.realue.netns import SERVER_ADDR, Namespaces
+from octoric.sim.realue.path import RealUePath
+from octoric.sim.realue.release import ImmediateRelease, best_release
 from octoric.sim.scenario import Scenario
 from octoric.sim.summary import build_summary
 
@@ -40,10 +43,15 @@ STATUS_INTERVAL_S = 1.0
 
 class AsyncWallClock:
     """``WallClock`` for an asyncio loop: every ``tick_ms`` the engine catches up with the
-    wall clock (however late the tick, no slot is skipped: ``run_until`` runs them all)."""
+    wall clock (however late the tick, no slot is skipped: ``run_until`` runs them all).
 
-    def __init__(self, tick_ms: float = 1.0) -> None:
+    ``lookahead_ms``: run every slot that starts within this long from now, as a gNB's MAC
+    schedules a slot ahead of its air time (the real-UE path releases each slot's packets at
+    its end on the wall clock, so the engine must have decided it by then)."""
+
+    def __init__(self, tick_ms: float = 1.0, lookahead_ms: float = 0.0) -> None:
         self.tick_s = tick_ms / 1000.0
+        self.ahead_s = lookahead_ms / 1000.0
         self.stats = WallClockStats()
         self.start = 0.0
 
@@ -56,11 +64,11 @@ class AsyncWallClock:
             wall = time.monotonic()
             if wall - next_tick > self.tick_s:
                 st.late_ticks += 1
-            target = min(end_slot, int((wall - start) / slot_s) + 1)
+            target = min(end_slot, int((wall + self.ahead_s - start) / slot_s) + 1)
             if target > engine.slot:
                 engine.run_until(target)
             st.ticks += 1
-            lag = (time.monotonic() - start) - engine.slot * slot_s
+            lag = (time.monotonic() + self.ahead_s - start) - engine.slot * slot_s
             st.max_lag_ms = max(st.max_lag_ms, lag * 1000.0)
             next_tick = max(next_tick + self.tick_s, time.monotonic() - self.tick_s)
             await asyncio.sleep(max(0.0, next_tick - time.monotonic()))
@@ -138,6 +146,19 @@ class LiveOptions:
     feedback_port: int | None = None  # UDP port on 127.0.0.1 (0: any free port)
     occ_register: str | None = None  # the OCC xApp's POST /occ/v1/flows URL
     tick_ms: float = 1.0
+    # how far ahead of the wall clock slots are scheduled (None: 2 ms with real UEs, else 0)
+    lookahead_ms: float | None = None
+    # SCHED_FIFO priority of the real-UE path's release thread (0: ordinary; needs root, which
+    # the real-UE path needs anyway); a gNB runs its real-time threads so
+    release_priority: int = 10
+    # "thread": the native release thread where built; "immediate": write from the event loop
+    release: Literal["thread", "immediate"] = "thread"
+    # SCHED_FIFO priority of the event loop's thread while real UEs run (0: ordinary): on a busy
+    # host an ordinary thread wakes milliseconds late and the engine falls behind its lookahead;
+    # processes it starts (applications in the namespaces) run ordinary (reset on fork)
+    loop_priority: int = 5
+    # called once the real-UE namespaces are up (the CLI prints where to run applications)
+    on_real_ready: Callable[[RealUePath], None] | None = None
     handover_log: Path | None = None  # ground truth: one JSON line per handover start / end
     series_path: Path | None = None  # one JSON line per status: the run's time series
     # E2SM-KPM version of each gNB (gNB g speaks kpm_versions[g % len]); () = v04.00
@@ -160,8 +181,10 @@ class LiveSim:
         self.udp_abw = UdpAbw() if opts.feedback_port is not None else None
         self.engine = Engine(scenario, seed, None, self.udp_abw)
         self.t0_unix = time.time()
-        self.clock = AsyncWallClock(opts.tick_ms)
         eng = self.engine
+        real = any(f.spec.traffic == "real" for f in eng.flows)
+        ahead = opts.lookahead_ms if opts.lookahead_ms is not None else (2.0 if real else 0.0)
+        self.clock = AsyncWallClock(opts.tick_ms, ahead)
         n_gnb = max(c.gnb for c in eng.cells) + 1
         kv = opts.kpm_versions or (kpm_version.DEFAULT,)
         self.agents = [
@@ -197,6 +220,52 @@ class LiveSim:
         # per UE at the previous status: (simulated s, capacity bytes, delivered bytes)
         self._rate_mark: tuple[float, list[float], list[float]] | None = None
         self._frames_seen: dict[int, int] = {}  # flow -> frame latencies already reported
+        # UEs whose flow is `traffic: real`: real packets through namespaces (sim/realue/)
+        self.real_ues = sorted({f.ue for f in eng.flows if f.spec.traffic == "real"})
+        self.real: RealUePath | None = None
+        self.real_ready = asyncio.Event()  # set once the namespaces are up
+        self._real_final: dict[str, Any] | None = None  # the path's status at the stop
+
+    def _wall_ns_of_us(self, t_us: int) -> int:
+        """Simulated µs -> time.monotonic_ns() of the live run."""
+        return round(self.clock.start * 1e9) + t_us * 1000
+
+    def _set_loop_priority(self, prio: int) -> bool:
+        """SCHED_FIFO ``prio`` for the calling thread (0: back to ordinary); False if refused."""
+        try:
+            if prio > 0:
+                policy = os.SCHED_FIFO | os.SCHED_RESET_ON_FORK
+                os.sched_setscheduler(0, policy, os.sched_param(prio))
+            else:
+                os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        except OSError as e:
+            log.warning("event loop priority %d not applied (%s): running ordinary", prio, e)
+            return False
+        return True
+
+    def _start_real_ues(self) -> None:
+        eng = self.engine
+        ns = Namespaces.create(len(self.real_ues))
+        try:
+            release = (ImmediateRelease() if self.opts.release == "immediate"
+                       else best_release(self.opts.release_priority))  # fmt: skip
+            self.real = RealUePath(eng, self.real_ues, ns, self._wall_ns_of_us, release)
+            self.real.start()
+        except BaseException:
+            ns.close()
+            raise
+        for u in self.real.ues:
+            log.info(
+                "real UE %d: netns %s, address %s (server: netns %s, %s)",
+                eng.ues[u.engine_ue].amf_ue_ngap_id,
+                u.netns,
+                u.address,
+                ns.server_ns,
+                SERVER_ADDR,
+            )
+        if self.opts.on_real_ready is not None:
+            self.opts.on_real_ready(self.real)
+        self.real_ready.set()
 
     def slot_to_unix(self, slot: int) -> float:
         return self.t0_unix + slot * self.engine.slot_us / 1e6
@@ -216,6 +285,11 @@ class LiveSim:
             )
             self._udp = tr
             self.feedback_addr = tr.get_extra_info("sockname")[:2]
+        rt = False
+        if self.real_ues:
+            self._start_real_ues()
+            if self.opts.loop_priority > 0:
+                rt = self._set_loop_priority(self.opts.loop_priority)
         for a in self.agents:
             a.start()
         status = asyncio.create_task(self._status_loop())
@@ -232,6 +306,8 @@ class LiveSim:
             if not self.stopped_because:
                 self.stopped_because = "duration"
         finally:
+            if rt:
+                self._set_loop_priority(0)
             self.wall_seconds = time.monotonic() - self.wall_start
             for t in (status, register):
                 if t is not None:
@@ -245,6 +321,12 @@ class LiveSim:
                 self.ho_log.close()
             if self._udp is not None:
                 self._udp.close()
+            if self.real is not None:
+                self.real.stop()
+                await asyncio.sleep(0.01)  # the release thread writes the last slot's packets
+                self.real.close()
+                self._real_final = self.real.status()
+                self.real.ns.close()
         self.write_status()
         return LiveResult(self.summary(), self.stopped_because)
 
@@ -291,6 +373,7 @@ class LiveSim:
                 "max_lag_ms": round(cs.max_lag_ms, 3),
             },
             "nodes": self._final_nodes or [self._node(a) for a in self.agents],
+            "real_ue": self._real_final or (self.real.status() if self.real else None),
             "feedback": None
             if self.feedback is None
             else {

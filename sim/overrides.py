@@ -8,7 +8,7 @@ import copy
 
 from octoric.sim.errors import SimError
 from octoric.sim.mobility import PROFILES
-from octoric.sim.scenario import MobilitySpec, Scenario, UeSpec
+from octoric.sim.scenario import FlowSpec, MobilitySpec, Scenario, UeSpec
 
 
 def apply_layout(
@@ -54,4 +54,28 @@ def apply_layout(
             raise SimError(f"a UE starts in cell {u.cell}, but there are {sc.ran.cells} cells")
         if mobility is not None:
             u.mobility = MobilitySpec(mobility)
+    return sc
+
+
+def apply_real_ues(sc: Scenario, n: int) -> Scenario:
+    """The first ``n`` UEs carry a real application's packets (``traffic: real``, the live
+    real-UE path) instead of their simulated flows; change ``sc`` in place."""
+    total = sum(u.count for u in sc.ues)
+    if not 1 <= n <= total:
+        raise SimError(f"--real-ues {n}: between 1 and the scenario's {total} UEs")
+    out: list[UeSpec] = []
+    left = n
+    for u in sc.ues:
+        k = min(u.count, left)
+        if k:
+            real = copy.deepcopy(u)
+            real.count = k
+            real.flows = [FlowSpec(traffic="real")]
+            out.append(real)
+            left -= k
+        if u.count > k:
+            rest = copy.deepcopy(u)
+            rest.count = u.count - k
+            out.append(rest)
+    sc.ues = out
     return sc

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from octoric.contracts.octopus_header import OctopusHeader
 
 
@@ -21,3 +23,10 @@ class Packet:
         self.arrive_us = 0
         self.msg = msg
         self.hdr = hdr
+
+
+class PacketSink(Protocol):
+    """Where the engine hands a flow's delivered packets (``t_us``: the end of the slot, or of
+    the HARQ retransmission, that completed it)."""
+
+    def on_packet(self, p: Packet, t_us: int) -> None: ...

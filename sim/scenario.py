@@ -42,8 +42,9 @@ class ChannelSpec:
 class FlowSpec:
     # video: frames from the encoder, paced at the rate scheme's target; bulk: a TCP-like
     # transfer on the packet-level transport with a window scheme (cubic, bbr, ...);
-    # backlogged: the gNB queue always holds data (no sender); none: no traffic
-    traffic: Literal["video", "bulk", "backlogged", "none"] = "video"
+    # backlogged: the gNB queue always holds data (no sender); none: no traffic; real: a real
+    # application's packets through the live real-UE path (`sim run --live`, root; sim/realue)
+    traffic: Literal["video", "bulk", "backlogged", "none", "real"] = "video"
     scheme: str = "gcc"  # a rate scheme for video, a window scheme for bulk
     params: dict[str, Any] = field(default_factory=dict)  # the scheme's options
     start_mbps: float = 0.3

@@ -1,0 +1,109 @@
+"""One live run of a cell with a real UDP flow: the simulator (``LiveSim``, no RIC needed: its
+E2 agents keep retrying), ``udp_tool recv`` in the first real UE's namespace and ``udp_tool
+send`` in the server's. The tests and ``octoric bench realue`` use it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from octoric.sim.live import LiveOptions, LiveSim
+from octoric.sim.measurements import KpmReport
+from octoric.sim.scenario import Scenario
+
+TOOL = [sys.executable, "-m", "octoric.sim.realue.udp_tool"]
+
+
+@dataclass
+class UeReports:
+    """The engine's KPM reports (what the E2 agent encodes) for one UE, per slot."""
+
+    amf: int
+    slots: list[np.ndarray] = field(default_factory=list)
+    sent: list[np.ndarray] = field(default_factory=list)  # bytes the scheduler sent
+    prb: list[np.ndarray] = field(default_factory=list)
+
+    def on_report(self, rep: KpmReport, now_us: int) -> None:
+        j = rep.ue_ids.index(self.amf)
+        self.slots.append(rep.start_slot + np.arange(rep.n_slots))
+        self.sent.append(rep.ue_thp_dl_kbps[:, j] * rep.slot_us / 8000.0)
+        self.prb.append(rep.prb_used_dl[:, j])
+
+    def cat(self, name: str) -> np.ndarray:
+        parts = getattr(self, name)
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+
+@dataclass
+class UdpRun:
+    sim: LiveSim
+    status: dict[str, Any]  # the path's status at the end (LiveSim live_fields "real_ue")
+    sender: dict[str, Any]
+    receiver: dict[str, Any]
+    reports: UeReports
+    start_mono: float  # the live clock's slot-0 time (time.monotonic)
+    slot_s: float
+
+    def grants_vs_delivery(self, window_s: float = 0.1, trim_s: float = 0.5) -> dict[str, float]:
+        """Bytes the scheduler sent to the UE vs bytes its socket received, in wall-clock
+        windows (slot ends vs arrival times), the first and last ``trim_s`` of service left
+        out: the total relative error and the largest window's absolute error in bytes."""
+        sent = self.reports.cat("sent")
+        slot_end = (self.reports.cat("slots") + 1) * self.slot_s + self.start_mono
+        busy = slot_end[sent > 0]
+        if len(busy) == 0:
+            return {"windows": 0, "total_rel_error": float("nan"), "max_window_error_bytes": 0}
+        edges = np.arange(busy[0] + trim_s, busy[-1] - trim_s, window_s)
+        g = np.histogram(slot_end, edges, weights=sent)[0]
+        arr = np.asarray(self.receiver["arrival_ns"]) / 1e9
+        d = np.histogram(arr, edges, weights=np.asarray(self.receiver["sizes"]))[0]
+        return {
+            "windows": len(g),
+            "granted_bytes": float(g.sum()),
+            "delivered_bytes": float(d.sum()),
+            "total_rel_error": float(abs(d.sum() - g.sum()) / max(g.sum(), 1.0)),
+            "max_window_error_bytes": float(np.abs(d - g).max()) if len(g) else 0.0,
+            "p99_window_error_bytes": float(np.percentile(np.abs(d - g), 99)) if len(g) else 0.0,
+            "min_window_granted_bytes": float(g.min()) if len(g) else 0.0,
+        }
+
+
+async def run_udp(sc: Scenario, send_args: list[str], send_s: float, total_s: float,
+                  seed: int = 7, opts: LiveOptions | None = None) -> UdpRun:  # fmt: skip
+    """Run ``sc`` live for ``total_s`` with a receiver in UE 0's namespace and a sender
+    (``udp_tool send`` with ``send_args``) in the server's for ``send_s`` seconds."""
+    opts = opts or LiveOptions(ric_port=9)  # port 9 (discard): nobody answers, E2 retries
+    opts.duration_s = total_s
+    sim = LiveSim(sc, seed, opts)
+    rep = UeReports(sim.engine.ues[sim.real_ues[0]].amf_ue_ngap_id)
+    sim.engine.add_kpm_sink(rep)
+    task = asyncio.create_task(sim.run())
+    ready = asyncio.create_task(sim.real_ready.wait())
+    await asyncio.wait([task, ready], timeout=15, return_when=asyncio.FIRST_COMPLETED)
+    if not ready.done():
+        ready.cancel()
+        await task  # raises why the path did not start
+        raise RuntimeError("the real-UE path did not start")
+    assert sim.real is not None
+    ns = sim.real.ns
+    rcv = await asyncio.create_subprocess_exec(
+        *ns.exec_argv(ns.ue_ns[0], [*TOOL, "recv", "--seconds", str(total_s - 1.0)]),
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    await asyncio.sleep(0.5)
+    snd = await asyncio.create_subprocess_exec(
+        *ns.exec_argv(ns.server_ns, [*TOOL, "send", "--seconds", str(send_s), *send_args]),
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    s_out, r_out = await asyncio.gather(snd.communicate(), rcv.communicate())
+    res = await task
+    return UdpRun(
+        sim, res.summary["live"]["real_ue"], json.loads(s_out[0]), json.loads(r_out[0]), rep,
+        sim.clock.start, sim.engine.slot_us / 1e6,
+    )  # fmt: skip

@@ -1,0 +1,142 @@
+"""The real-UE path (issue #21): real UDP packets from an application in one network namespace
+cross the simulated cell to a socket in the UE's namespace, released by the scheduler's grants.
+
+Root only (namespaces and TUN devices): skipped with the reason otherwise."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from typing import Any
+
+import numpy as np
+import pytest
+
+from octoric.sim.live import LiveOptions, LiveSim
+from octoric.sim.realue.netns import Namespaces, remove_stale, unavailable_reason
+from octoric.sim.realue_harness import TOOL, run_udp
+from octoric.sim.scenario import ChannelSpec, FlowSpec, RanSpec, Scenario, UeSpec
+from octoric.sim.video import WiredPathConfig
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.netns,
+    pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason())),
+]
+SLOT_MS = 0.5
+
+
+def cell(real_flow: FlowSpec, dropper: bool = False, queue_bytes: int = 300_000) -> Scenario:
+    """A 51-PRB TDD cell: the real UE on a fading channel beside a simulated backlogged UE."""
+    return Scenario(
+        name="real-ue-test", duration_s=60.0,
+        ran=RanSpec(n_prb=51, slot_ms=SLOT_MS, tdd="DDDSU", scheduler="pf"),
+        ues=[
+            UeSpec(channel=ChannelSpec(kind="fading", mean_snr_db=18.0), flows=[real_flow],
+                   dropper=dropper, queue_limit_bytes=queue_bytes),
+            UeSpec(channel=ChannelSpec(kind="constant", mcs=20),
+                   flows=[FlowSpec(traffic="backlogged")]),
+        ],
+    )  # fmt: skip
+
+
+def test_backlogged_real_flow_gets_exactly_the_granted_bytes() -> None:
+    flow = FlowSpec(traffic="real", path=WiredPathConfig(rtt_ms=0.0), uplink_ms=0.0)
+    # 60 Mbit/s offered into a cell that gives this UE ~20-30: the queue stays backlogged
+    r = asyncio.run(run_udp(cell(flow), ["--mbps", "60", "--size", "1200"], 7.0, 10.0))
+    st, rx = r.status, r.receiver
+    ue = st["ues"][0]
+    # every packet has a fate, none is lost silently
+    queued = len(r.sim.engine.ues[0].queue.pkts)
+    assert st["dl_packets"] == st["delivered_packets"] + ue["tail_dropped_packets"] + queued
+    assert st["release"]["written"] == st["delivered_packets"] and st["release"]["refused"] == 0
+    assert ue["tail_dropped_packets"] > 0, "the flow was not backlogged"
+    # the receiver got exactly what the scheduler released, which is what KPM reports
+    assert rx["packets"] == st["delivered_packets"] and rx["bytes"] == st["delivered_bytes"]
+    sent = r.reports.cat("sent")
+    assert abs(sent.sum() - rx["bytes"]) <= 1228, (sent.sum(), rx["bytes"])  # the head's part
+    # PRBs reported exactly where bytes went, within the cell's 51
+    prb = r.reports.cat("prb")
+    assert np.all((prb > 0) == (sent > 0)) and prb.max() <= 51
+    # per 100 ms on the wall clock, delivered bytes follow the grants within two packets
+    m = r.grants_vs_delivery(0.1)
+    assert m["windows"] >= 50 and m["min_window_granted_bytes"] > 100_000, m
+    assert m["max_window_error_bytes"] <= 2 * 1228, m
+    assert m["total_rel_error"] < 0.01, m
+    err = st["scheduling_error_us"]
+    assert err is not None and err["packets"] == rx["packets"]
+    assert err["min"] >= 0.0, "a packet left before its slot ended"
+
+
+def test_octopus_dropper_drops_whole_real_messages_by_their_thresholds() -> None:
+    flow = FlowSpec(traffic="real", path=WiredPathConfig(rtt_ms=0.0), uplink_ms=0.0)
+    # priority 0 (threshold 0: never by bitrate) and priority 3 with a drop-by-bitrate threshold
+    # of 200 Mbit/s, above anything this cell serves: the dropper drops those, whole, whenever
+    # it has measured the queue's service (Algorithm 1 judges a bitrate over busy time only,
+    # so it acts under congestion: 36 Mbit/s offered, the priority-0 half fits the UE's share;
+    # a queue that never overflows, so every loss is the dropper's)
+    args = ["--mbps", "36", "--size", "1000", "--octopus", "--msg-packets", "4",
+            "--priorities", "0,3", "--bitrate-kbps", "3:200000"]  # fmt: skip
+    r = asyncio.run(run_udp(cell(flow, True, 4_000_000), args, 6.0, 8.5))
+    st, rx = r.status, r.receiver
+    msgs = rx["messages"]
+    assert rx["malformed"] == 0 and st["marked"] == st["dl_packets"]
+    n_msgs = r.sender["messages"]
+    got = {int(k): v for k, v in msgs.items()}
+    # whole messages: every message that arrived, arrived complete
+    assert all(v[1] == 4 and v[2] and v[3] for v in got.values()), [
+        (k, v) for k, v in got.items() if v[1] != 4][:5]  # fmt: skip
+    high = [m for m in range(n_msgs) if m % 2 == 0]
+    low = [m for m in range(n_msgs) if m % 2 == 1]
+    assert all(m in got for m in high), "a priority-0 message was lost"
+    low_got = sum(m in got for m in low)
+    print("low-priority messages delivered", low_got, "of", len(low), "high", len(high))
+    assert low_got <= 0.05 * len(low), (low_got, len(low))
+    ue = st["ues"][0]
+    assert ue["tail_dropped_packets"] == 0
+    assert ue["dropped_packets"] == 4 * (len(low) - low_got)  # counted at the receiver
+    drops = r.sim.engine.ues[0].queue.dropper
+    assert drops is not None and drops.stats.dropped_msgs_by_bitrate == len(low) - low_got
+
+
+def test_round_trip_crosses_the_air_and_wired_delays() -> None:
+    flow = FlowSpec(traffic="real", path=WiredPathConfig(rtt_ms=10.0), uplink_ms=4.0)
+
+    async def ping() -> tuple[dict[str, Any], dict[str, Any]]:
+        sim = LiveSim(cell(flow), 3, LiveOptions(ric_port=9, duration_s=5.0))
+        task = asyncio.create_task(sim.run())
+        await asyncio.wait_for(sim.real_ready.wait(), 10)
+        assert sim.real is not None
+        ns = sim.real.ns
+        echo = await asyncio.create_subprocess_exec(
+            *ns.exec_argv(ns.server_ns, [*TOOL, "echo", "--seconds", "4.5"]),
+            stdout=subprocess.PIPE,
+        )  # fmt: skip
+        await asyncio.sleep(0.5)
+        p = await asyncio.create_subprocess_exec(
+            *ns.exec_argv(ns.ue_ns[0], [*TOOL, "ping", "-n", "20", "--interval", "0.1"]),
+            stdout=subprocess.PIPE,
+        )  # fmt: skip
+        out = json.loads((await p.communicate())[0])
+        await echo.communicate()
+        res = await task
+        return out, res.summary["live"]["real_ue"]
+
+    out, st = asyncio.run(ping())
+    assert out["lost"] == 0, out
+    # up: air 4 ms + wired 5 ms; down: wired 5 ms + the cell (2 ms lookahead, slots, TDD);
+    # asyncio's timers add up to ~1 ms per delay
+    assert all(14.0 <= t <= 30.0 for t in out["rtt_ms"]), out["rtt_ms"]
+    assert st["ul_packets"] >= 20 and st["delivered_packets"] >= 20
+
+
+def test_namespaces_are_removed_when_the_run_ends() -> None:
+    ns = Namespaces.create(2)
+    names = [ns.server_ns, *ns.ue_ns]
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert all(n in listed for n in names)
+    ns.close()
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert not any(n in listed for n in names)
+    assert remove_stale() == []  # nothing of a live process is removed
