@@ -109,6 +109,8 @@ class FeedbackApplier(asyncio.DatagramProtocol):
     def __init__(self, engine: Engine, abw: UdpAbw) -> None:
         self.engine, self.abw = engine, abw
         self.stats = FeedbackStats()
+        # a real UE's feedback goes on to its application (LiveSim sets it with real UEs)
+        self.relay: Callable[[int, bytes], bool] | None = None
         self.ue_of_amf = {u.amf_ue_ngap_id: u.idx for u in engine.ues}
 
     def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
@@ -126,6 +128,10 @@ class FeedbackApplier(asyncio.DatagramProtocol):
         ue = self.ue_of_amf.get(amf)
         if ue is None:
             st.unknown_ue += 1
+            return
+        if self.relay is not None and self.relay(ue, data):
+            self.abw.latest[amf] = target
+            st.applied += 1
             return
         self.abw.latest[amf] = target
         now = self.engine.slot * self.engine.slot_us
@@ -288,6 +294,8 @@ class LiveSim:
         rt = False
         if self.real_ues:
             self._start_real_ues()
+            if self.feedback is not None and self.real is not None:
+                self.feedback.relay = self.real.relay_feedback
             if self.opts.loop_priority > 0:
                 rt = self._set_loop_priority(self.opts.loop_priority)
         for a in self.agents:
@@ -331,9 +339,14 @@ class LiveSim:
         return LiveResult(self.summary(), self.stopped_because)
 
     def occ_flow_ues(self) -> list[int]:
-        """AMF-UE-NGAP-IDs of the UEs with an OCC-fed flow."""
+        """AMF-UE-NGAP-IDs of the UEs with an OCC-fed flow (a real flow with ``scheme: occ``:
+        its feedback is relayed to the application in the server namespace)."""
         eng = self.engine
-        ues = {eng.ues[f.ue].amf_ue_ngap_id for f in eng.flows if f.ctrl and f.ctrl.wants_abw}
+        ues = {
+            eng.ues[f.ue].amf_ue_ngap_id for f in eng.flows
+            if (f.ctrl and f.ctrl.wants_abw)
+            or (f.spec.traffic == "real" and f.spec.scheme == "occ")
+        }  # fmt: skip
         return sorted(ues)
 
     async def _register_loop(self, url: str) -> None:

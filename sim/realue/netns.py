@@ -31,6 +31,8 @@ _IFF_TUN = 0x0001
 _IFF_NO_PI = 0x1000
 PREFIX = "octoric-"
 SERVER_ADDR = "10.77.0.1"
+# the source of the OCC xApp's feedback relayed into the server namespace (no host has it)
+RIC_ADDR = "10.77.0.254"
 MAX_UES = 250
 DEVICE = "octoric0"  # the TUN's name inside every namespace
 _serial = itertools.count()

@@ -25,6 +25,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import socket
+import struct
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -34,7 +36,7 @@ import numpy as np
 from octoric.contracts.octopus_header import MAGIC
 from octoric.sim.engine import Engine, MobilityEvent
 from octoric.sim.packets import Packet
-from octoric.sim.realue.netns import SERVER_ADDR, Namespaces, ue_addr, ue_index
+from octoric.sim.realue.netns import RIC_ADDR, SERVER_ADDR, Namespaces, ue_addr, ue_index
 from octoric.sim.realue.release import Release, best_release
 
 _MAGIC = MAGIC.to_bytes(2, "big")
@@ -50,6 +52,18 @@ class RealPacket(Packet):
     def __init__(self, flow: int, seq: int, data: bytes, now_us: int) -> None:
         super().__init__(flow, seq, len(data), now_us)
         self.data = data
+
+
+def udp_datagram(src: str, sport: int, dst: str, dport: int, payload: bytes) -> bytes:
+    """An IPv4/UDP packet (header checksum set; UDP checksum 0, which IPv4 allows)."""
+    total = 28 + len(payload)
+    hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, 0, 0x4000, 64, 17, 0,
+                      socket.inet_aton(src), socket.inet_aton(dst))  # fmt: skip
+    s = sum(struct.unpack("!10H", hdr))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    hdr = hdr[:10] + struct.pack("!H", ~s & 0xFFFF) + hdr[12:]
+    return hdr + struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
 
 
 def octopus_payload(data: bytes) -> bytes | None:
@@ -78,6 +92,7 @@ class PathStats:
     ul_ignored: int = 0
     ul_write_errors: int = 0  # a write into the server's TUN failed
     last_write_error: str = ""
+    feedback_relayed: int = 0  # OCC xApp datagrams written into the server namespace
 
 
 @dataclass
@@ -224,6 +239,24 @@ class RealUePath:
             return
         st.ul_packets += 1
         st.ul_bytes += len(data)
+
+    def relay_feedback(self, engine_ue: int, datagram: bytes) -> bool:
+        """Hand an OCC xApp feedback datagram for a real UE to its application in the server
+        namespace (UDP from RIC_ADDR to the flow's ``params.feedback_port``, default 9100):
+        the RIC's network reaches the server, not through the cell. False: not a real UE."""
+        u = self._by_engine_ue.get(engine_ue)
+        if u is None:
+            return False
+        port = int(self.engine.flows[u.flow].spec.params.get("feedback_port", 9100))
+        pkt = udp_datagram(RIC_ADDR, 9100, SERVER_ADDR, port, datagram)
+        try:
+            os.write(self.ns.server_fd, pkt)
+        except OSError as e:
+            self.stats.ul_write_errors += 1
+            self.stats.last_write_error = str(e)
+            return True
+        self.stats.feedback_relayed += 1
+        return True
 
     def _on_mobility(self, ev: MobilityEvent) -> None:
         u = self._by_engine_ue.get(ev.ue)

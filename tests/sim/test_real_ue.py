@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 from typing import Any
 
@@ -140,3 +141,31 @@ def test_namespaces_are_removed_when_the_run_ends() -> None:
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert not any(n in listed for n in names)
     assert remove_stale() == []  # nothing of a live process is removed
+
+
+def test_occ_feedback_for_a_real_ue_reaches_its_application_in_the_server_namespace() -> None:
+    flow = FlowSpec(traffic="real", scheme="occ", params={"feedback_port": 9200})
+
+    async def relay() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        sim = LiveSim(cell(flow), 3, LiveOptions(ric_port=9, duration_s=3.0, feedback_port=0))
+        task = asyncio.create_task(sim.run())
+        await asyncio.wait_for(sim.real_ready.wait(), 10)
+        assert sim.real is not None and sim.feedback_addr is not None
+        ns = sim.real.ns
+        rcv = await asyncio.create_subprocess_exec(
+            *ns.exec_argv(ns.server_ns, [*TOOL, "recv", "--port", "9200", "--seconds", "1.5"]),
+            stdout=subprocess.PIPE,
+        )  # fmt: skip
+        await asyncio.sleep(0.5)
+        amf = sim.engine.ues[0].amf_ue_ngap_id
+        assert sim.occ_flow_ues() == [amf]  # registered with the OCC xApp like an occ flow
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            msg = {"ue": amf, "target_bps": 2_500_000.0, "fallback": False, "ts": 1.0}
+            s.sendto(json.dumps(msg).encode(), sim.feedback_addr)
+        out = json.loads((await rcv.communicate())[0])
+        res = await task
+        return out, res.summary["live"]["real_ue"], res.summary["live"]["feedback"]
+
+    got, st, fb = asyncio.run(relay())
+    assert got["packets"] == 1 and st["feedback_relayed"] == 1 and fb["applied"] == 1
+    assert st["dl_packets"] == 0, "the feedback did not cross the cell"

@@ -12,13 +12,14 @@ from octoric.sim.scenario import Scenario
 
 
 def start_live_sim(
-    lt: LoopThread, sc: Scenario, seed: int, e2_port: int, kpm_sink: Any = None
+    lt: LoopThread, sc: Scenario, seed: int, e2_port: int, kpm_sink: Any = None, **opts: Any
 ) -> tuple[LiveSim, asyncio.Task[Any]]:
-    """Start ``sc`` against the RIC's E2 port (TCP) with ``kpm_sink`` added to its engine;
-    returns once the first gNB's E2 setup is done (20 s at most)."""
+    """Start ``sc`` against the RIC's E2 port (TCP) with ``kpm_sink`` added to its engine and
+    ``opts`` as further ``LiveOptions``; returns once the first gNB's E2 setup is done (20 s
+    at most)."""
 
     async def start() -> tuple[LiveSim, asyncio.Task[Any]]:
-        sim = LiveSim(sc, seed, LiveOptions("127.0.0.1", e2_port, "tcp"))
+        sim = LiveSim(sc, seed, LiveOptions("127.0.0.1", e2_port, "tcp", **opts))
         if kpm_sink is not None:
             sim.engine.add_kpm_sink(kpm_sink)
         return sim, asyncio.create_task(sim.run())
