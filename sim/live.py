@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from octoric import realtime
 from octoric.contracts import ports
 from octoric.contracts.feedback import FeedbackFormatError, parse_feedback
 from octoric.e2sm import kpm_version
@@ -298,6 +299,9 @@ class LiveSim:
                 self.feedback.relay = self.real.relay_feedback
             if self.opts.loop_priority > 0:
                 rt = self._set_loop_priority(self.opts.loop_priority)
+            # a full collection over the start-up heap stalls the loop for tens of ms: the
+            # engine would fall behind its lookahead (octoric/realtime.py)
+            realtime.freeze_startup_heap()
         for a in self.agents:
             a.start()
         status = asyncio.create_task(self._status_loop())
