@@ -137,9 +137,15 @@ def ping(args: argparse.Namespace) -> dict[str, Any]:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(args.timeout)
     rtts: list[float | None] = []
+    errors: list[str] = []
     for i in range(args.count):
         t = time.monotonic_ns()
-        s.sendto(i.to_bytes(4, "big") + t.to_bytes(8, "big"), (args.to, args.port))
+        try:
+            s.sendto(i.to_bytes(4, "big") + t.to_bytes(8, "big"), (args.to, args.port))
+        except OSError as e:  # e.g. the namespace's TUN is gone: the run ended
+            errors.append(str(e))
+            rtts.append(None)
+            continue
         try:
             while True:  # skip late answers to earlier probes
                 d = s.recv(64)
@@ -149,7 +155,7 @@ def ping(args: argparse.Namespace) -> dict[str, Any]:
         except TimeoutError:
             rtts.append(None)
         time.sleep(args.interval)
-    return {"rtt_ms": rtts, "lost": sum(r is None for r in rtts)}
+    return {"rtt_ms": rtts, "lost": sum(r is None for r in rtts), "send_errors": errors[:5]}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,14 @@ import pytest
 from octoric.sim.live import LiveOptions, LiveSim
 from octoric.sim.realue.netns import Namespaces, remove_stale, unavailable_reason
 from octoric.sim.realue_harness import TOOL, run_udp
-from octoric.sim.scenario import ChannelSpec, FlowSpec, RanSpec, Scenario, UeSpec
+from octoric.sim.scenario import (
+    ChannelSpec,
+    FlowSpec,
+    MobilitySpec,
+    RanSpec,
+    Scenario,
+    UeSpec,
+)
 from octoric.sim.video import WiredPathConfig
 
 pytestmark = [
@@ -101,35 +108,74 @@ def test_octopus_dropper_drops_whole_real_messages_by_their_thresholds() -> None
     assert drops is not None and drops.stats.dropped_msgs_by_bitrate == len(low) - low_got
 
 
-def test_round_trip_crosses_the_air_and_wired_delays() -> None:
+async def _pings(
+    sc: Scenario, n_ues: int, count: int, interval: float, seconds: float, timeout: float = 1.0
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``udp_tool ping`` from each of the first ``n_ues`` real UEs to an echo in the server."""
+    sim = LiveSim(sc, 3, LiveOptions(ric_port=9, duration_s=seconds))
+    task = asyncio.create_task(sim.run())
+    await asyncio.wait_for(sim.real_ready.wait(), 10)
+    assert sim.real is not None
+    ns = sim.real.ns
+    echo = await asyncio.create_subprocess_exec(
+        *ns.exec_argv(ns.server_ns, [*TOOL, "echo", "--seconds", str(seconds - 0.5)]),
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    await asyncio.sleep(0.5)
+    pings = [
+        await asyncio.create_subprocess_exec(
+            *ns.exec_argv(
+                ns.ue_ns[i],
+                [
+                    *TOOL,
+                    "ping",
+                    "-n",
+                    str(count),
+                    "--interval",
+                    str(interval),
+                    "--timeout",
+                    str(timeout),
+                ],
+            ),
+            stdout=subprocess.PIPE,
+        )
+        for i in range(n_ues)
+    ]
+    outs = [json.loads((await p.communicate())[0]) for p in pings]
+    await echo.communicate()
+    res = await task
+    return outs, res.summary["live"]["real_ue"]
+
+
+def test_two_real_ues_share_the_cell_with_a_simulated_one_and_round_trips_cross_it() -> None:
     flow = FlowSpec(traffic="real", path=WiredPathConfig(rtt_ms=10.0), uplink_ms=4.0)
+    sc = cell(flow)
+    sc.ues[0].count = 2  # two real UEs, each in its own namespace, beside the simulated one
+    outs, st = asyncio.run(_pings(sc, 2, 20, 0.1, 5.0))
+    for out in outs:
+        assert out["lost"] == 0, out
+        # up: air 4 ms + wired 5 ms; down: wired 5 ms + the cell (2 ms lookahead, slots,
+        # TDD); asyncio's timers add up to ~1 ms per delay
+        assert all(14.0 <= t <= 30.0 for t in out["rtt_ms"]), out["rtt_ms"]
+    assert [u["address"] for u in st["ues"]] == ["10.77.1.1", "10.77.1.2"]
+    assert all(u["delivered_bytes"] > 0 for u in st["ues"])
+    assert st["ul_packets"] >= 40 and st["delivered_packets"] >= 40
 
-    async def ping() -> tuple[dict[str, Any], dict[str, Any]]:
-        sim = LiveSim(cell(flow), 3, LiveOptions(ric_port=9, duration_s=5.0))
-        task = asyncio.create_task(sim.run())
-        await asyncio.wait_for(sim.real_ready.wait(), 10)
-        assert sim.real is not None
-        ns = sim.real.ns
-        echo = await asyncio.create_subprocess_exec(
-            *ns.exec_argv(ns.server_ns, [*TOOL, "echo", "--seconds", "4.5"]),
-            stdout=subprocess.PIPE,
-        )  # fmt: skip
-        await asyncio.sleep(0.5)
-        p = await asyncio.create_subprocess_exec(
-            *ns.exec_argv(ns.ue_ns[0], [*TOOL, "ping", "-n", "20", "--interval", "0.1"]),
-            stdout=subprocess.PIPE,
-        )  # fmt: skip
-        out = json.loads((await p.communicate())[0])
-        await echo.communicate()
-        res = await task
-        return out, res.summary["live"]["real_ue"]
 
-    out, st = asyncio.run(ping())
-    assert out["lost"] == 0, out
-    # up: air 4 ms + wired 5 ms; down: wired 5 ms + the cell (2 ms lookahead, slots, TDD);
-    # asyncio's timers add up to ~1 ms per delay
-    assert all(14.0 <= t <= 30.0 for t in out["rtt_ms"]), out["rtt_ms"]
-    assert st["ul_packets"] >= 20 and st["delivered_packets"] >= 20
+def test_uplink_waits_out_handovers_and_nothing_is_lost() -> None:
+    flow = FlowSpec(traffic="real", path=WiredPathConfig(rtt_ms=10.0), uplink_ms=4.0)
+    sc = cell(flow)
+    sc.ran.cells = 2
+    # a handover every 0.4 s with a 60 ms interruption (no failures): pings sent while the UE
+    # is detached wait for the new cell
+    sc.ues[0].mobility = MobilitySpec("hsr", ho_interval_s=0.4, ho_duration_ms=60.0,
+                                      ho_duration_cv=0.0, failure_prob=0.0)  # fmt: skip
+    outs, st = asyncio.run(_pings(sc, 1, 60, 0.02, 7.0, timeout=2.0))
+    assert outs[0]["lost"] == 0, outs[0]
+    assert st["ul_held"] > 0, "no uplink packet met a handover"
+    assert st["ues"][0]["held_uplink"] == 0  # all released by the end
+    rtts = outs[0]["rtt_ms"]
+    assert max(rtts) > 30.0 and min(rtts) < 30.0, rtts  # some waited, some did not
 
 
 def test_namespaces_are_removed_when_the_run_ends() -> None:
