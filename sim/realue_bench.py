@@ -159,8 +159,9 @@ def _fidelity(quick: bool) -> list[BenchResult]:
         target="<= 1 %", target_met=m["total_rel_error"] <= 0.01,
         note=f"{secs:g} s, {m['windows']} windows of 100 ms (>= "
              f"{m['min_window_granted_bytes']:.0f} B granted each): window error p99 "
-             f"{m['p99_window_error_bytes']:.0f} B, max {m['max_window_error_bytes']:.0f} B "
-             "(arrivals stamped by the kernel)",
+             f"{m['p99_window_error_bytes']:.0f} B, max {m['max_window_error_bytes']:.0f} B; "
+             f"over {m['ms_windows']} ms, granted minus delivered so far stayed within "
+             f"{m['max_cumulative_gap_bytes']:.0f} B (arrivals stamped by the kernel)",
     )]  # fmt: skip
 
 
