@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -285,23 +286,28 @@ class LiveSim:
     async def run(self) -> LiveResult:
         loop = asyncio.get_running_loop()
         eng = self.engine
+        if self.real_ues:  # first: it may refuse (not root), before anything else is open
+            self._start_real_ues()
         if self.udp_abw is not None:
             fb = self.feedback = FeedbackApplier(eng, self.udp_abw)
-            tr, _ = await loop.create_datagram_endpoint(
-                lambda: fb, local_addr=("127.0.0.1", self.opts.feedback_port or 0)
-            )
+            try:
+                tr, _ = await loop.create_datagram_endpoint(
+                    lambda: fb, local_addr=("127.0.0.1", self.opts.feedback_port or 0)
+                )
+            except BaseException:
+                await self._close_real()
+                raise
             self._udp = tr
             self.feedback_addr = tr.get_extra_info("sockname")[:2]
-        rt = False
-        if self.real_ues:
-            self._start_real_ues()
-            if self.feedback is not None and self.real is not None:
+        rt, frozen = False, 0
+        if self.real is not None:
+            if self.feedback is not None:
                 self.feedback.relay = self.real.relay_feedback
             if self.opts.loop_priority > 0:
                 rt = self._set_loop_priority(self.opts.loop_priority)
             # a full collection over the start-up heap stalls the loop for tens of ms: the
             # engine would fall behind its lookahead (octoric/realtime.py)
-            realtime.freeze_startup_heap()
+            frozen = realtime.freeze_startup_heap()
         for a in self.agents:
             a.start()
         status = asyncio.create_task(self._status_loop())
@@ -320,6 +326,8 @@ class LiveSim:
         finally:
             if rt:
                 self._set_loop_priority(0)
+            if frozen:
+                gc.unfreeze()  # (an embedding process, e.g. a test runner, goes on)
             self.wall_seconds = time.monotonic() - self.wall_start
             for t in (status, register):
                 if t is not None:
@@ -333,14 +341,17 @@ class LiveSim:
                 self.ho_log.close()
             if self._udp is not None:
                 self._udp.close()
-            if self.real is not None:
-                self.real.stop()
-                await asyncio.sleep(0.01)  # the release thread writes the last slot's packets
-                self.real.close()
-                self._real_final = self.real.status()
-                self.real.ns.close()
+            await self._close_real()
         self.write_status()
         return LiveResult(self.summary(), self.stopped_because)
+
+    async def _close_real(self) -> None:
+        if self.real is not None and self._real_final is None:
+            self.real.stop()
+            await asyncio.sleep(0.01)  # the release thread writes the last slot's packets
+            self.real.close()
+            self._real_final = self.real.status()
+            self.real.ns.close()
 
     def occ_flow_ues(self) -> list[int]:
         """AMF-UE-NGAP-IDs of the UEs with an OCC-fed flow (a real flow with ``scheme: occ``:

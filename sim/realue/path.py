@@ -42,6 +42,7 @@ from octoric.sim.realue.release import Release, best_release
 _MAGIC = MAGIC.to_bytes(2, "big")
 _READ_BATCH = 256  # packets per wake-up and descriptor, so one busy TUN cannot starve the loop
 _MAX_ERRORS = 4_000_000  # scheduling errors kept (about 400 s at 10 k packets/s)
+_MAX_HELD = 4096  # uplink packets a detached UE may hold; more are dropped (counted)
 
 
 class RealPacket(Packet):
@@ -89,6 +90,7 @@ class PathStats:
     ul_packets: int = 0  # read from a UE's TUN and written into the server's
     ul_bytes: int = 0
     ul_held: int = 0  # uplink packets that waited for the end of a detachment
+    ul_held_dropped: int = 0  # ... beyond _MAX_HELD per UE (a long outage): dropped
     ul_ignored: int = 0
     ul_write_errors: int = 0  # a write into the server's TUN failed
     last_write_error: str = ""
@@ -135,6 +137,12 @@ class RealUePath:
         loop.add_reader(self.ns.server_fd, self._read_downlink)
         for u in self.ues:
             loop.add_reader(u.fd, self._read_uplink, u)
+        loop.call_later(1.0, self._drain_every_second)
+
+    def _drain_every_second(self) -> None:
+        if self._loop is not None:
+            self._drain_errors()  # the release thread keeps a bounded number until drained
+            self._loop.call_later(1.0, self._drain_every_second)
 
     def stop(self) -> None:
         """Stop reading (packets still queued in the engine stay there)."""
@@ -219,6 +227,9 @@ class RealUePath:
             eu = self.engine.ues[u.engine_ue]
             spec = self.engine.flows[u.flow].spec
             if eu.cell < 0 and spec.uplink_held_in_handover:
+                if len(u.held) >= _MAX_HELD:
+                    st.ul_held_dropped += 1
+                    continue
                 st.ul_held += 1
                 u.held.append(data)
                 continue

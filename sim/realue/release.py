@@ -106,9 +106,8 @@ class NativeRelease:
 
 
 class ImmediateRelease:
-    name = "immediate (libocto_realue.so not built: `make setup`)"
-
-    def __init__(self) -> None:
+    def __init__(self, name: str = "immediate") -> None:
+        self.name = name
         self._errors: list[int] = []
         self._stats = {"pushed": 0, "refused": 0, "written": 0, "write_errors": 0,
                        "late_pushes": 0, "errors_dropped": 0, "pending": 0,
@@ -144,7 +143,9 @@ def best_release(fifo_priority: int = 0) -> Release:
     """The native release thread where it is built (SCHED_FIFO at ``fifo_priority`` if
     permitted, 0: ordinary), else immediate writes."""
     path = library_path()
-    return NativeRelease(path, fifo_priority) if path is not None else ImmediateRelease()
+    if path is None:
+        return ImmediateRelease("immediate (libocto_realue.so not built: `make setup`)")
+    return NativeRelease(path, fifo_priority)
 
 
 def timer_floor_ns(n: int, period_ns: int = 500_000, fifo_priority: int = 10) -> np.ndarray:
