@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,15 +81,12 @@ class UdpRun:
         }
 
 
-async def run_udp(sc: Scenario, send_args: list[str], send_s: float, total_s: float,
-                  seed: int = 7, opts: LiveOptions | None = None) -> UdpRun:  # fmt: skip
-    """Run ``sc`` live for ``total_s`` with a receiver in UE 0's namespace and a sender
-    (``udp_tool send`` with ``send_args``) in the server's for ``send_s`` seconds."""
-    opts = opts or LiveOptions(ric_port=9)  # port 9 (discard): nobody answers, E2 retries
-    opts.duration_s = total_s
+async def start_real(sc: Scenario, seed: int, opts: LiveOptions,
+                     kpm_sink: Any = None) -> tuple[LiveSim, asyncio.Task[Any]]:  # fmt: skip
+    """Start ``sc`` live and return once its real-UE namespaces are up (or raise why not)."""
     sim = LiveSim(sc, seed, opts)
-    rep = UeReports(sim.engine.ues[sim.real_ues[0]].amf_ue_ngap_id)
-    sim.engine.add_kpm_sink(rep)
+    if kpm_sink is not None:
+        sim.engine.add_kpm_sink(kpm_sink)
     task = asyncio.create_task(sim.run())
     ready = asyncio.create_task(sim.real_ready.wait())
     await asyncio.wait([task, ready], timeout=15, return_when=asyncio.FIRST_COMPLETED)
@@ -98,17 +94,33 @@ async def run_udp(sc: Scenario, send_args: list[str], send_s: float, total_s: fl
         ready.cancel()
         await task  # raises why the path did not start
         raise RuntimeError("the real-UE path did not start")
+    return sim, task
+
+
+async def spawn(sim: LiveSim, netns: str, argv: list[str],
+                stdin: bool = False) -> asyncio.subprocess.Process:  # fmt: skip
+    """``argv`` inside one of the run's namespaces, its stdout (and stdin) piped."""
     assert sim.real is not None
+    pipe = asyncio.subprocess.PIPE
+    return await asyncio.create_subprocess_exec(
+        *sim.real.ns.exec_argv(netns, argv), stdout=pipe, stdin=pipe if stdin else None
+    )
+
+
+async def run_udp(sc: Scenario, send_args: list[str], send_s: float, total_s: float,
+                  seed: int = 7, opts: LiveOptions | None = None) -> UdpRun:  # fmt: skip
+    """Run ``sc`` live for ``total_s`` with a receiver in UE 0's namespace and a sender
+    (``udp_tool send`` with ``send_args``) in the server's for ``send_s`` seconds."""
+    opts = opts or LiveOptions(ric_port=9)  # port 9 (discard): nobody answers, E2 retries
+    opts.duration_s = total_s
+    rep = UeReports(0)
+    sim, task = await start_real(sc, seed, opts, rep)
+    assert sim.real is not None
+    rep.amf = sim.engine.ues[sim.real_ues[0]].amf_ue_ngap_id
     ns = sim.real.ns
-    rcv = await asyncio.create_subprocess_exec(
-        *ns.exec_argv(ns.ue_ns[0], [*TOOL, "recv", "--seconds", str(total_s - 1.0)]),
-        stdout=subprocess.PIPE,
-    )  # fmt: skip
+    rcv = await spawn(sim, ns.ue_ns[0], [*TOOL, "recv", "--seconds", str(total_s - 1.0)])
     await asyncio.sleep(0.5)
-    snd = await asyncio.create_subprocess_exec(
-        *ns.exec_argv(ns.server_ns, [*TOOL, "send", "--seconds", str(send_s), *send_args]),
-        stdout=subprocess.PIPE,
-    )  # fmt: skip
+    snd = await spawn(sim, ns.server_ns, [*TOOL, "send", "--seconds", str(send_s), *send_args])
     s_out, r_out = await asyncio.gather(snd.communicate(), rcv.communicate())
     res = await task
     return UdpRun(

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from octoric.sim.live import LiveOptions, LiveSim
+from octoric.sim.live import LiveOptions
 from octoric.sim.realue.netns import Namespaces, remove_stale, unavailable_reason
-from octoric.sim.realue_harness import TOOL, run_udp
+from octoric.sim.realue_harness import TOOL, run_udp, spawn, start_real
 from octoric.sim.scenario import (
     ChannelSpec,
     FlowSpec,
@@ -112,35 +112,14 @@ async def _pings(
     sc: Scenario, n_ues: int, count: int, interval: float, seconds: float, timeout: float = 1.0
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """``udp_tool ping`` from each of the first ``n_ues`` real UEs to an echo in the server."""
-    sim = LiveSim(sc, 3, LiveOptions(ric_port=9, duration_s=seconds))
-    task = asyncio.create_task(sim.run())
-    await asyncio.wait_for(sim.real_ready.wait(), 10)
+    sim, task = await start_real(sc, 3, LiveOptions(ric_port=9, duration_s=seconds))
     assert sim.real is not None
     ns = sim.real.ns
-    echo = await asyncio.create_subprocess_exec(
-        *ns.exec_argv(ns.server_ns, [*TOOL, "echo", "--seconds", str(seconds - 0.5)]),
-        stdout=subprocess.PIPE,
-    )  # fmt: skip
+    echo = await spawn(sim, ns.server_ns, [*TOOL, "echo", "--seconds", str(seconds - 0.5)])
     await asyncio.sleep(0.5)
-    pings = [
-        await asyncio.create_subprocess_exec(
-            *ns.exec_argv(
-                ns.ue_ns[i],
-                [
-                    *TOOL,
-                    "ping",
-                    "-n",
-                    str(count),
-                    "--interval",
-                    str(interval),
-                    "--timeout",
-                    str(timeout),
-                ],
-            ),
-            stdout=subprocess.PIPE,
-        )
-        for i in range(n_ues)
-    ]
+    ping = [*TOOL, "ping", "-n", str(count), "--interval", str(interval),
+            "--timeout", str(timeout)]  # fmt: skip
+    pings = [await spawn(sim, ns.ue_ns[i], ping) for i in range(n_ues)]
     outs = [json.loads((await p.communicate())[0]) for p in pings]
     await echo.communicate()
     res = await task
@@ -193,15 +172,11 @@ def test_occ_feedback_for_a_real_ue_reaches_its_application_in_the_server_namesp
     flow = FlowSpec(traffic="real", scheme="occ", params={"feedback_port": 9200})
 
     async def relay() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-        sim = LiveSim(cell(flow), 3, LiveOptions(ric_port=9, duration_s=3.0, feedback_port=0))
-        task = asyncio.create_task(sim.run())
-        await asyncio.wait_for(sim.real_ready.wait(), 10)
+        opts = LiveOptions(ric_port=9, duration_s=3.0, feedback_port=0)
+        sim, task = await start_real(cell(flow), 3, opts)
         assert sim.real is not None and sim.feedback_addr is not None
         ns = sim.real.ns
-        rcv = await asyncio.create_subprocess_exec(
-            *ns.exec_argv(ns.server_ns, [*TOOL, "recv", "--port", "9200", "--seconds", "1.5"]),
-            stdout=subprocess.PIPE,
-        )  # fmt: skip
+        rcv = await spawn(sim, ns.server_ns, [*TOOL, "recv", "--port", "9200", "--seconds", "1.5"])
         await asyncio.sleep(0.5)
         amf = sim.engine.ues[0].amf_ue_ngap_id
         assert sim.occ_flow_ues() == [amf]  # registered with the OCC xApp like an occ flow

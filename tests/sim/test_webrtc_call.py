@@ -24,6 +24,7 @@ from octoric.redis_server import free_port
 from octoric.ric.stack import LoopThread, RicStack, free_pair
 from octoric.sim.live import LiveSim
 from octoric.sim.realue.netns import unavailable_reason
+from octoric.sim.realue_harness import spawn
 from octoric.sim.receiver import STALL_MS
 from octoric.sim.scenario import ChannelSpec, FlowSpec, RanSpec, Scenario, UeSpec
 from octoric.sim.video import WiredPathConfig
@@ -53,20 +54,14 @@ async def call(sim: LiveSim, rate: str) -> dict[str, Any]:
     """One call: the receiver in the UE's namespace, the sender in the server's; the SDP
     offer and answer pass through their stdin/stdout."""
     assert sim.real is not None
-    ns, pipe = sim.real.ns, asyncio.subprocess.PIPE
+    ns = sim.real.ns
     ue = sim.real.ues[0]
     bytes0 = ue.delivered_bytes
-    rcv = await asyncio.create_subprocess_exec(
-        *ns.exec_argv(ns.ue_ns[0], [sys.executable, str(PEER), "recv",
-                                    "--seconds", str(CALL_S + 2)]),
-        stdin=pipe, stdout=pipe,
-    )  # fmt: skip
-    snd = await asyncio.create_subprocess_exec(
-        *ns.exec_argv(ns.server_ns, [sys.executable, str(PEER), "send", "--seconds",
-                                     str(CALL_S), "--rate", rate,
-                                     "--feedback-port", str(FB_PORT)]),
-        stdin=pipe, stdout=pipe,
-    )  # fmt: skip
+    rcv = await spawn(sim, ns.ue_ns[0], [sys.executable, str(PEER), "recv",
+                                         "--seconds", str(CALL_S + 2)], stdin=True)  # fmt: skip
+    snd = await spawn(sim, ns.server_ns, [sys.executable, str(PEER), "send", "--seconds",
+                                          str(CALL_S), "--rate", rate, "--feedback-port",
+                                          str(FB_PORT)], stdin=True)  # fmt: skip
     assert snd.stdout and snd.stdin and rcv.stdout and rcv.stdin
     rcv.stdin.write(await snd.stdout.readline())
     await rcv.stdin.drain()
