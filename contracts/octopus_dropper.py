@@ -10,8 +10,9 @@ latest dropper message (updated when its tail packet is enqueued). When the head
 a message is dequeued, the message is dropped if a newer dropper exists at any threshold
 <= its priority, or if its bitrate threshold exceeds the stream's max-min fair share of the
 UE's served rate. The served rate is measured over the last 50 ms of *busy* time: slots in
-which the queue stayed non-empty, so idle time (and the partial slot in which the queue
-drains) is discounted. A message whose head has been sent is never dropped.
+which the queue held data (it served some, or waited with data and got nothing), so only the
+time the queue is empty is discounted (SEC'23 §5; the caller says which slots were busy). A
+message whose head has been sent is never dropped.
 """
 
 from __future__ import annotations

@@ -349,10 +349,8 @@ class Engine:
         the encoder's frames wait in the media queue, the window and the pacer send them,
         every packet is acknowledged; ``dumbo`` pads an empty queue with dummy packets."""
         octo = base == octobbr.NAME
-        scheme = build_window_scheme(
-            octobbr.BASE if octo else base,
-            WindowContext(params=dict(spec.params), seed=self.seed * 1000 + idx),
-        )
+        wctx = WindowContext(params=dict(spec.params), seed=self.seed * 1000 + idx)
+        scheme = octobbr.OctopusBbr(wctx) if octo else build_window_scheme(base, wctx)
         start = spec.start_mbps * 1e6
         video = replace(spec.video, octopus=True) if octo else spec.video
         sender = VideoSender(idx, idx + 1, video, self._rng(), start)

@@ -117,5 +117,8 @@ class DlQueue:
                 used += budget
                 budget = 0
         if dropper is not None and (used or self.bytes):
-            dropper.on_slot(used, self.bytes > 0)
+            # busy: it served something or still holds data (a slot that drained the queue
+            # was not idle; SEC'23 §5 discounts only the time the queue is empty, as the
+            # srsRAN patch does)
+            dropper.on_slot(used, True)
         return used

@@ -14,15 +14,32 @@ flows on the packet-level transport (``--scheme octobbr``).
 - The packets carry the Octopus header (``video.octopus`` is turned on).
 
 Octopus itself is OctoBBR with the gNB's dropper on the UE's queue (``dropper: true``).
+
+Timeouts (``OctopusBbr``): the transport is unreliable (§4.2: "no packets are retransmitted")
+and built on UDT, whose congestion-control hook for a timeout leaves the rate to the scheme;
+BBR's model (Cardwell et al. 2016) has no one-segment window after a timeout: that is TCP's
+loss recovery (RFC 5681's RTO rule, which Linux applies around tcp_bbr). So an RTO here
+declares the packets in flight lost (none is sent again) and BBR goes on at its model's rate.
+With TCP's rule the transport deadlocks whenever the gNB drops the one packet the collapsed
+window lets out (a message it drops by bitrate after an outage): no ACK comes, the RTO backs
+off, BtlBw ages to nothing (docs/sim.md).
 """
 
 from __future__ import annotations
 
 from octoric.sim.cc.bbr import Bbr
 from octoric.sim.dropper import DropperConfig, OctopusDropper
+from octoric.sim.transport import TransportSender
 
 NAME = "octobbr"
 BASE = "bbr"
+
+
+class OctopusBbr(Bbr):
+    """BBR v1 as the Octopus transport runs it: an RTO frees the window, no window collapse."""
+
+    def on_rto(self, now_us: int, sender: TransportSender) -> None:
+        self.conservation_until = None
 
 
 def transport_buffer(bbr: Bbr, cfg: DropperConfig | None = None) -> OctopusDropper:
