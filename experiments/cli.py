@@ -121,6 +121,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     m.set_defaults(func=_cmd_morc)
     report_parser("ton22", "Octopus ToN'22: BBR-H vs BBR vs CUBIC under HSR, driving and "
                   "walking", "HSR only, one seed, 20 s").set_defaults(func=_cmd_ton22)  # fmt: skip
+    sec = report_parser("sec23", "Octopus SEC'23: Octopus vs OctoBBR, WebRTC (GCC) and video "
+                        "over BBR on LTE traces", "one trace, one seed, 20 s")  # fmt: skip
+    sec.add_argument("--traces", metavar="DIR", default="../shared/traces/mahimahi",
+                     help="Mahimahi traces (default: %(default)s)")  # fmt: skip
+    sec.set_defaults(func=_cmd_sec23)
 
     def _help(args: argparse.Namespace) -> int:
         p.print_help()
@@ -258,6 +263,23 @@ def _cmd_morc(args: argparse.Namespace) -> int:
     data = {"claims": ev.claims(rows), "profiles": rows, "duration_s": duration}
     return _write_report(Path(args.out), lambda png: ev.markdown(rows, duration, png), data,
                          lambda png: ev.plot(rows, png))  # fmt: skip
+
+
+def _cmd_sec23(args: argparse.Namespace) -> int:
+    from octoric.experiments import sec23_eval as ev
+
+    traces = Path(args.traces)
+    missing = [t for t in ev.TRACES[: 1 if args.quick else None]
+               if not (traces / f"{t}.down").is_file()]  # fmt: skip
+    if missing:
+        print(f"octoric eval sec23: {traces} lacks {', '.join(m + '.down' for m in missing)} "
+              "(give --traces DIR)", file=sys.stderr)  # fmt: skip
+        return 2
+    n = (1 if args.quick else len(ev.TRACES) * 2) * len(ev.SCHEMES)
+    res = ev.run_all(traces, args.quick, _counter(n))
+    data = {"claims": ev.claims(res), **res}
+    return _write_report(Path(args.out), lambda png: ev.markdown(res, png), data,
+                         lambda png: ev.plot(res, png))  # fmt: skip
 
 
 def _cmd_ton22(args: argparse.Namespace) -> int:

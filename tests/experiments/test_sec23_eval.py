@@ -1,0 +1,39 @@
+"""`octoric eval sec23 --quick` (issue #20): Octopus, OctoBBR, WebRTC (GCC) and video over BBR on
+one LTE trace; SEC'23's claims with a verdict each. Octopus's defining effect, a lower tail
+latency than the same transport without the gNB's help, holds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from octoric.cli import main
+
+pytestmark = pytest.mark.unit
+TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces" / "mahimahi"
+
+
+@pytest.mark.skipif(not (TRACES / "Verizon-LTE-short.down").is_file(),
+                    reason="../shared/traces/mahimahi is not beside the checkout")  # fmt: skip
+def test_eval_sec23_quick_reports_the_papers_claims(tmp_path: Path) -> None:
+    out = tmp_path / "sec23.md"
+    assert main(["eval", "sec23", "--quick", "--traces", str(TRACES), "--out", str(out)]) == 0
+    assert "| claim | paper | measured | verdict |" in out.read_text()
+    assert (tmp_path / "sec23.png").stat().st_size > 5_000
+    data = json.loads((tmp_path / "sec23.json").read_text())
+    claims = {c["claim"]: c for c in data["claims"]}
+    assert len(claims) == 4
+    tail = claims["Octopus's tail (p99) frame latency is lower than OctoBBR's"]
+    assert tail["verdict"] != "does not hold" and tail["measured_mean"] < 1.0
+    runs = data["runs"]["Verizon-LTE-short"]
+    assert set(runs) == {"octopus", "octobbr", "webrtc", "bbr-video"}
+    assert all(r[0]["frames_decoded"] > 0 for r in runs.values())
+
+
+def test_eval_sec23_says_which_traces_are_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["eval", "sec23", "--quick", "--traces", str(tmp_path)]) == 2
+    assert "Verizon-LTE-short.down" in capsys.readouterr().err
