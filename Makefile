@@ -18,7 +18,7 @@ help:
 	@echo "make test      the default test suite (< 20 min): Python + native"
 	@echo "make test-all  every suite, slow and sanitizer ones included"
 	@echo "make bench     benchmarks; writes docs/benchmarks.md"
-	@echo "make eval      OCC vs GCC vs PBE on ../shared/traces/mahimahi -> build/occ-eval/ (EVAL_ARGS=...)"
+	@echo "make eval      the five papers' reports: OCC (build/occ-eval/), Dumbo, MORC, ToN'22, SEC'23 (docs/eval-*.md)"
 	@echo "make charts    the xApps' Helm charts: lint, render, schema check, policy scan, descriptors"
 	@echo "make images    build the xApps' container images (docker or buildah; REGISTRY=, TAG=)"
 	@echo "make lint      ruff + mypy + the layers contract (import-linter) (+ clippy/rustfmt)"
@@ -107,6 +107,10 @@ bench: setup cxx
 EVAL_TRACES ?= ../shared/traces/mahimahi
 eval: setup
 	$(VENV)/bin/octoric eval occ --traces $(EVAL_TRACES) --json build/occ-eval/results.json $(EVAL_ARGS)
+	$(VENV)/bin/octoric eval dumbo --out docs/eval-dumbo.md
+	$(VENV)/bin/octoric eval morc --out docs/eval-morc.md
+	$(VENV)/bin/octoric eval ton22 --out docs/eval-ton22.md
+	$(VENV)/bin/octoric eval sec23 --traces $(EVAL_TRACES) --out docs/eval-sec23.md
 
 # helm lint --strict, helm template x charts/ci values, strict schema check, checkov, descriptors
 # (installs helm, k8svalidate and checkov into build/tools on first use; docs/deploy.md)
