@@ -126,6 +126,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sec.add_argument("--traces", metavar="DIR", default="../shared/traces/mahimahi",
                      help="Mahimahi traces (default: %(default)s)")  # fmt: skip
     sec.set_defaults(func=_cmd_sec23)
+    sw = sub.add_parser("sweep", help="many simulator runs on a process pool or a local Ray "
+                        "cluster; identical results for the same seeds")  # fmt: skip
+    sw.add_argument("--runs", type=int, default=100, help="runs in the grid (default 100)")
+    sw.add_argument("--duration", type=float, default=5.0, metavar="S",
+                    help="simulated seconds per run (default 5)")  # fmt: skip
+    sw.add_argument("--backend", choices=("pool", "ray"), default="pool")
+    sw.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    sw.add_argument("--out", metavar="JSON", default="build/sweep/results.json")
+    sw.add_argument("--compare", metavar="JSON",
+                    help="check the results run by run against this earlier sweep")  # fmt: skip
+    sw.set_defaults(func=_cmd_sweep)
 
     def _help(args: argparse.Namespace) -> int:
         p.print_help()
@@ -263,6 +274,42 @@ def _cmd_morc(args: argparse.Namespace) -> int:
     data = {"claims": ev.claims(rows), "profiles": rows, "duration_s": duration}
     return _write_report(Path(args.out), lambda png: ev.markdown(rows, duration, png), data,
                          lambda png: ev.plot(rows, png))  # fmt: skip
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    import json
+
+    from octoric.experiments import sweep as sw
+
+    if args.runs < 1 or args.workers < 1 or args.duration <= 0:
+        print("octoric eval sweep: --runs and --workers must be >= 1, --duration > 0",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    other = None
+    if args.compare:
+        try:
+            other = json.loads(Path(args.compare).read_text())
+        except (OSError, ValueError) as e:
+            print(f"octoric eval sweep: --compare {args.compare}: {e}", file=sys.stderr)
+            return 2
+    specs = sw.grid(args.runs, args.duration)
+    count = _counter(len(specs))
+    res = sw.sweep(specs, args.backend, args.workers,
+                   lambda r: count(f"{r['scenario']} {r['scheme']} seed {r['seed']}"))  # fmt: skip
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, default=str))
+    print(f"[eval] sweep: {len(specs)} runs on {args.backend} ({args.workers} workers) in "
+          f"{res['wall_seconds']:.1f} s; wrote {out}", file=sys.stderr)  # fmt: skip
+    if other is not None:
+        diff = sw.compare(res, other)
+        if diff:
+            print("\n".join(diff[:20]), file=sys.stderr)
+            print(f"[eval] sweep: {len(diff)} runs differ from {args.compare}", file=sys.stderr)
+            return 1
+        print(f"[eval] sweep: all {len(specs)} runs identical to {args.compare}",
+              file=sys.stderr)  # fmt: skip
+    return 0
 
 
 def _cmd_sec23(args: argparse.Namespace) -> int:
