@@ -48,6 +48,8 @@ def live_argv(ctx: RunContext, occ_flows_url: str | None = None) -> list[str]:
     argv += ["--svc", cfg.svc]
     if cfg.octopus_header:
         argv.append("--octopus-header")
+    if cfg.real_ues > 0:
+        argv += ["--real-ues", str(cfg.real_ues)]
     if occ_flows_url is not None:
         # the video flows are OCC-fed and take their target from the OCC xApp's UDP feedback
         # (GCC until the first datagram and while the xApp says fallback)

@@ -79,6 +79,9 @@ class SimConfig:
     # packet (harmless while no policy switches a dropper on)
     svc: Literal["none", "temporal", "spatial"] = "none"
     octopus_header: bool = True
+    # the first N UEs carry real applications' packets through network namespaces (root;
+    # docs/emulated-cell.md): `--set sim.real_ues=1`
+    real_ues: int = 0
 
 
 @dataclass

@@ -70,7 +70,8 @@ def apply_real_ues(sc: Scenario, n: int) -> Scenario:
         if k:
             real = copy.deepcopy(u)
             real.count = k
-            real.flows = [FlowSpec(traffic="real")]
+            # scheme occ: the OCC xApp's feedback for the UE is relayed to its application
+            real.flows = [FlowSpec(traffic="real", scheme=u.flows[0].scheme if u.flows else "gcc")]
             out.append(real)
             left -= k
         if u.count > k:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -46,3 +47,26 @@ def test_ue_addresses_round_trip_and_others_are_not_ues() -> None:
         assert ue_index(socket.inet_aton(ue_addr(i))) == i
     for other in ("10.77.0.1", "10.77.0.254", "10.77.1.0", "10.77.2.1", "127.0.0.1"):
         assert ue_index(socket.inet_aton(other)) == -1
+
+
+def test_octoric_run_passes_real_ues_to_the_simulator_and_they_keep_the_occ_scheme(
+    tmp_path: Path,
+) -> None:
+    from octoric.config import load as load_config
+    from octoric.deploy.sim_component import live_argv
+    from octoric.sim.overrides import apply_real_ues
+    from octoric.sim.scenario import load
+    from octoric.supervisor import RunContext
+
+    cfg = load_config(None, ["sim.real_ues=2"])
+    argv = live_argv(RunContext(cfg, tmp_path), "http://127.0.0.1:1/occ/v1/flows")
+    assert argv[argv.index("--real-ues") + 1] == "2"
+    assert "--real-ues" not in live_argv(RunContext(load_config(None, []), tmp_path))
+    sc = load("multi-ue")
+    for u in sc.ues:
+        for f in u.flows:
+            f.scheme = "occ"  # as --scheme occ does before the real UEs are chosen
+    apply_real_ues(sc, 3)
+    flows = [f for u in sc.ues for _ in range(u.count) for f in u.flows]
+    assert [f.traffic for f in flows[:4]] == ["real", "real", "real", "video"]
+    assert all(f.scheme == "occ" for f in flows[:3]) and sum(u.count for u in sc.ues) == 8
