@@ -41,6 +41,9 @@ def _libe2sm() -> Path:
 
 
 def _librealue() -> Path:
+    given = os.environ.get("OCTORIC_REALUE_LIB")
+    if given:
+        return Path(given)
     crate = ROOT / "sim" / "realue" / "native" / "Cargo.toml"
     subprocess.run(["cargo", "build", "--release", "--manifest-path", str(crate)], check=True)
     return ROOT / "sim" / "realue" / "native" / "target" / "release" / "libocto_realue.so"

@@ -30,7 +30,8 @@ import importlib, json, pkgutil, sys
 import octoric
 names, failed = [], {}
 for m in pkgutil.walk_packages(octoric.__path__, "octoric."):
-    native = ("octoric.rmr.librmr_si", "octoric.e2sm.libocto_e2sm")
+    native = ("octoric.rmr.librmr_si", "octoric.e2sm.libocto_e2sm",
+              "octoric.sim.realue.libocto_realue")
     if m.name.endswith("__main__") or m.name in native:
         continue  # a program, and the native libraries (C ABI, not Python modules)
     names.append(m.name)
@@ -40,8 +41,10 @@ for m in pkgutil.walk_packages(octoric.__path__, "octoric."):
         failed[m.name] = f"{type(e).__name__}: {e}"
 dev = [p for p in ("pytest", "hypothesis", "mypy", "ruff") if importlib.util.find_spec(p)]
 from octoric.e2sm import native
+from octoric.sim.realue import release
 print(json.dumps({"modules": names, "failed": failed, "dev_installed": dev,
-                  "file": octoric.__file__, "e2sm_lib": str(native.library_path())}))
+                  "file": octoric.__file__, "e2sm_lib": str(native.library_path()),
+                  "realue_lib": str(release.library_path())}))
 """
 
 
@@ -71,7 +74,8 @@ def test_production_install_imports_every_module(tmp_path: Path) -> None:
     py = venv / "bin" / "python"
     pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     build_env = {**os.environ, "OCTORIC_RMR_LIB": str(LIB),
-                 "OCTORIC_E2SM_LIB": str(LIB.with_name("libocto_e2sm.so"))}  # fmt: skip
+                 "OCTORIC_E2SM_LIB": str(LIB.with_name("libocto_e2sm.so")),
+                 "OCTORIC_REALUE_LIB": str(LIB.with_name("libocto_realue.so"))}  # fmt: skip
     r = subprocess.run(
         [*pip, str(src), "-c", str(REPO / "requirements.lock")],
         capture_output=True, text=True, timeout=900, env=build_env,
@@ -90,6 +94,7 @@ def test_production_install_imports_every_module(tmp_path: Path) -> None:
     out = __import__("json").loads(r.stdout.strip().splitlines()[-1])
     assert str(venv) in out["file"], f"imported the wrong octoric: {out['file']}"
     assert str(venv) in out["e2sm_lib"], out  # the wheel's native KPM decoder is the one found
+    assert str(venv) in out["realue_lib"], out  # and the real-UE path's release thread
     assert out["failed"] == {}, out["failed"]
     assert out["dev_installed"] == []
     mods = set(out["modules"])
