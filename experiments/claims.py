@@ -28,3 +28,13 @@ def claim_row(text: str, paper: str, ratios: list[float], expected: float) -> di
         "measured_max": round(max(finite), 3) if finite else None,
         "seeds": len(ratios), "verdict": verdict,
     }  # fmt: skip
+
+
+def claims_table(rows: list[dict[str, Any]]) -> list[str]:
+    """The Markdown claims table of a report: the paper's figure, the measured ratio's mean
+    (min-max over runs) and the verdict, one row per ``claim_row``."""
+    lines = ["| claim | paper | measured | verdict |", "|---|---|---|---|"]
+    for c in rows:
+        lines.append(f"| {c['claim']} | {c['paper']} | {c['measured_mean']}x "
+                     f"({c['measured_min']}-{c['measured_max']}) | {c['verdict']} |")  # fmt: skip
+    return lines

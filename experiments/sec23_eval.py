@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from octoric.experiments.claims import claim_row
+from octoric.experiments.claims import claim_row, claims_table
 from octoric.sim.engine import Engine
 from octoric.sim.scenario import ChannelSpec, FlowSpec, Scenario, UeSpec
 from octoric.sim.summary import build_summary
@@ -128,12 +128,8 @@ def markdown(res: dict[str, Any], plot: str | None) -> str:
         "holds on every run and the mean effect (|ratio - 1|) is at least half the paper's "
         '(for "keeps": when the mean ratio reaches the paper\'s floor).',
         "",
-        "| claim | paper | measured | verdict |",
-        "|---|---|---|---|",
+        *claims_table(claims(res)),
     ]
-    for c in claims(res):
-        lines.append(f"| {c['claim']} | {c['paper']} | {c['measured_mean']}x "
-                     f"({c['measured_min']}-{c['measured_max']}) | {c['verdict']} |")  # fmt: skip
     lines += ["", "| trace | scheme | frame latency p50 / p99 (ms) | valid bitrate (kbit/s) | "
               "link used | frames decoded |", "|---|---|---|---|---|---|"]  # fmt: skip
     for t, by in res["runs"].items():

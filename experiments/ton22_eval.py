@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from octoric.experiments.claims import claim_row
+from octoric.experiments.claims import claim_row, claims_table
 from octoric.sim.engine import Engine
 from octoric.sim.scenario import load
 
@@ -100,12 +100,8 @@ def markdown(res: dict[str, Any], plot: str | None) -> str:
         "mean (min-max) over seeds; a claim holds when its direction holds on every seed and the "
         "mean effect (|ratio - 1|) is at least half the paper's.",
         "",
-        "| claim | paper | measured | verdict |",
-        "|---|---|---|---|",
+        *claims_table(claims(res)),
     ]
-    for c in claims(res):
-        lines.append(f"| {c['claim']} | {c['paper']} | {c['measured_mean']}x "
-                     f"({c['measured_min']}-{c['measured_max']}) | {c['verdict']} |")  # fmt: skip
     lines += ["", "| mobility | scheme | throughput (Mbit/s per flow) | RTT p25 / p50 / p75 (ms) | "
               "handovers |", "|---|---|---|---|---|"]  # fmt: skip
     for m, by in res["runs"].items():
