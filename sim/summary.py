@@ -62,11 +62,37 @@ def handover_stats(eng: Engine) -> dict[str, Any]:
     }  # fmt: skip
 
 
+CONVERGED = 0.9  # convergence: this share of the UE's capacity ...
+SUSTAIN_S = 2.0  # ... in a time-series bin and on average over this long from it
+
+
+def convergence_s(eng: Engine, ue: int, start_s: float) -> float | None:
+    """Seconds from ``start_s`` until the UE's delivered rate first reaches 90 % of its
+    capacity, in a time-series bin and on average over the 2 s from it (the Dumbo thesis's
+    convergence time, with the capacity series for the link's rate: a standing queue's drain
+    at the link rate lasts well under 2 s, so it is not taken for convergence); None if it
+    never does (an application-limited flow)."""
+    t = np.asarray(eng._ts_bins)
+    if t.size < 3:
+        return None
+    dlv = np.diff([row[ue] for row in eng.ts_ue_delivered])
+    cap = np.diff([row[ue] for row in eng.ts_ue_capacity])
+    t0 = t[:-1]
+    k = max(1, round(SUSTAIN_S / max(float(t[1] - t[0]), 1e-9)))
+    for i in np.nonzero((t0 >= start_s) & (cap > 0) & (dlv >= CONVERGED * cap))[0]:
+        if i + k > dlv.size:
+            break
+        if dlv[i : i + k].sum() >= CONVERGED * cap[i : i + k].sum():
+            return round(float(t0[i] - start_s), 3)
+    return None
+
+
 def build_summary(eng: Engine, wall_seconds: float) -> dict[str, Any]:
     sim_s = eng.slot * eng.slot_us / 1e6
     sc = eng.sc
     ues = []
     for u in eng.ues:
+        starts = [f.spec.start_s for f in eng.flows if f.ue == u.idx]
         n_ho = sum(1 for h in eng.handovers if h.ue == u.idx)
         ues.append({
             "ue": u.idx,
@@ -75,6 +101,7 @@ def build_summary(eng: Engine, wall_seconds: float) -> dict[str, Any]:
             "delivered_bytes": int(u.delivered_bytes),
             "prbs_used": u.prb_total,
             "utilization": _r(u.delivered_bytes / u.cap_bytes, 4) if u.cap_bytes > 0 else None,
+            "convergence_s": convergence_s(eng, u.idx, min(starts)) if starts else None,
             "handovers": n_ho,
             "handover_failures": sum(1 for h in eng.handovers if h.ue == u.idx and h.failed),
             "dropper": None if u.queue.dropper is None else asdict(u.queue.dropper.stats),
