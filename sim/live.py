@@ -131,16 +131,13 @@ class FeedbackApplier(asyncio.DatagramProtocol):
         if ue is None:
             st.unknown_ue += 1
             return
-        if self.relay is not None and self.relay(ue, data):
-            self.abw.latest[amf] = target
-            st.applied += 1
-            return
         self.abw.latest[amf] = target
-        now = self.engine.slot * self.engine.slot_us
-        for f in self.engine.flows:
-            if f.ue == ue and f.ctrl is not None and f.ctrl.wants_abw:
-                f.abw_bps = target
-                f.ctrl.on_abw(now, target)
+        if self.relay is None or not self.relay(ue, data):  # a simulated UE's own senders
+            now = self.engine.slot * self.engine.slot_us
+            for f in self.engine.flows:
+                if f.ue == ue and f.ctrl is not None and f.ctrl.wants_abw:
+                    f.abw_bps = target
+                    f.ctrl.on_abw(now, target)
         st.applied += 1
 
 
@@ -190,8 +187,11 @@ class LiveSim:
         self.engine = Engine(scenario, seed, None, self.udp_abw)
         self.t0_unix = time.time()
         eng = self.engine
-        real = any(f.spec.traffic == "real" for f in eng.flows)
-        ahead = opts.lookahead_ms if opts.lookahead_ms is not None else (2.0 if real else 0.0)
+        # UEs whose flow is `traffic: real`: real packets through namespaces (sim/realue/)
+        self.real_ues = sorted({f.ue for f in eng.flows if f.spec.traffic == "real"})
+        ahead = (
+            opts.lookahead_ms if opts.lookahead_ms is not None else (2.0 if self.real_ues else 0.0)
+        )
         self.clock = AsyncWallClock(opts.tick_ms, ahead)
         n_gnb = max(c.gnb for c in eng.cells) + 1
         kv = opts.kpm_versions or (kpm_version.DEFAULT,)
@@ -228,8 +228,6 @@ class LiveSim:
         # per UE at the previous status: (simulated s, capacity bytes, delivered bytes)
         self._rate_mark: tuple[float, list[float], list[float]] | None = None
         self._frames_seen: dict[int, int] = {}  # flow -> frame latencies already reported
-        # UEs whose flow is `traffic: real`: real packets through namespaces (sim/realue/)
-        self.real_ues = sorted({f.ue for f in eng.flows if f.spec.traffic == "real"})
         self.real: RealUePath | None = None
         self.real_ready = asyncio.Event()  # set once the namespaces are up
         self._real_final: dict[str, Any] | None = None  # the path's status at the stop

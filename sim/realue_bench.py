@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import time
 import uuid
 
 import numpy as np
@@ -71,7 +72,7 @@ def _veth(send_args: list[str], seconds: float) -> tuple[float, float]:
             ["ip", "netns", "exec", a, *TOOL, "recv", "--seconds", str(seconds + 1.5)],
             stdout=subprocess.PIPE,
         )  # fmt: skip
-        subprocess.run(["sleep", "0.5"], check=True)
+        time.sleep(0.5)  # the receiver is listening
         subprocess.run(["ip", "netns", "exec", b, *TOOL, "send", "--to", ue_addr(0),
                         "--seconds", str(seconds), *send_args],
                        check=True, capture_output=True)  # fmt: skip

@@ -104,6 +104,9 @@ class RealUe:
     fd: int  # its TUN (in its namespace)
     netns: str
     address: str
+    dl_delay_s: float  # the wired one-way delay before the gNB
+    ul_delay_s: float  # the air uplink plus the wired one-way delay
+    hold_uplink: bool  # held while detached (the flow's uplink_held_in_handover)
     held: list[bytes] = field(default_factory=list)
     delivered_bytes: int = 0
 
@@ -122,7 +125,11 @@ class RealUePath:
         self.ues: list[RealUe] = []
         for i, eu in enumerate(engine_ues):
             flow = engine.attach_external_flow(eu, self)
-            self.ues.append(RealUe(eu, flow, ns.ue_fds[i], ns.ue_ns[i], ue_addr(i)))
+            spec = engine.flows[flow].spec
+            one_way = spec.path.rtt_ms / 2000.0
+            self.ues.append(RealUe(eu, flow, ns.ue_fds[i], ns.ue_ns[i], ue_addr(i), one_way,
+                                   one_way + spec.uplink_ms / 1000.0,
+                                   spec.uplink_held_in_handover))  # fmt: skip
         self._by_engine_ue = {u.engine_ue: u for u in self.ues}
         self._by_flow = {u.flow: u for u in self.ues}
         self._seq = 0
@@ -157,12 +164,6 @@ class RealUePath:
         self._drain_errors()
         self.release.close()
 
-    def _flow_spec_delays(self, u: RealUe) -> tuple[float, float]:
-        """(downlink, uplink) one-way delays in seconds from the UE's real flow spec."""
-        spec = self.engine.flows[u.flow].spec
-        one_way = spec.path.rtt_ms / 2000.0
-        return one_way, one_way + spec.uplink_ms / 1000.0
-
     # --- downlink ----------------------------------------------------------------------
     def _read_downlink(self) -> None:
         st = self.stats
@@ -170,9 +171,7 @@ class RealUePath:
         for _ in range(_READ_BATCH):
             try:
                 data = os.read(fd, 65535)
-            except BlockingIOError:
-                return
-            except OSError:
+            except OSError:  # EAGAIN: read all there was
                 return
             if len(data) < 20 or data[0] >> 4 != 4:
                 st.ignored += 1
@@ -184,9 +183,8 @@ class RealUePath:
             u = self.ues[i]
             st.dl_packets += 1
             st.dl_bytes += len(data)
-            delay, _ = self._flow_spec_delays(u)
-            if delay > 0.0 and self._loop is not None:
-                self._loop.call_later(delay, self._inject, u, data)
+            if u.dl_delay_s > 0.0 and self._loop is not None:
+                self._loop.call_later(u.dl_delay_s, self._inject, u, data)
             else:
                 self._inject(u, data)
 
@@ -224,9 +222,7 @@ class RealUePath:
             if len(data) < 20 or data[0] >> 4 != 4:
                 st.ul_ignored += 1
                 continue
-            eu = self.engine.ues[u.engine_ue]
-            spec = self.engine.flows[u.flow].spec
-            if eu.cell < 0 and spec.uplink_held_in_handover:
+            if u.hold_uplink and self.engine.ues[u.engine_ue].cell < 0:
                 if len(u.held) >= _MAX_HELD:
                     st.ul_held_dropped += 1
                     continue
@@ -236,9 +232,8 @@ class RealUePath:
             self._send_up(u, data)
 
     def _send_up(self, u: RealUe, data: bytes) -> None:
-        _, delay = self._flow_spec_delays(u)
         if self._loop is not None:
-            self._loop.call_later(delay, self._write_up, data)
+            self._loop.call_later(u.ul_delay_s, self._write_up, data)
 
     def _write_up(self, data: bytes) -> None:
         st = self.stats
