@@ -9,10 +9,18 @@ drop-by-message: per stream, a table indexed by priority threshold (0..7) holds 
 latest dropper message (updated when its tail packet is enqueued). When the head packet of
 a message is dequeued, the message is dropped if a newer dropper exists at any threshold
 <= its priority, or if its bitrate threshold exceeds the stream's max-min fair share of the
-UE's served rate. The served rate is measured over the last 50 ms of *busy* time: slots in
-which the queue held data (it served some, or waited with data and got nothing), so only the
-time the queue is empty is discounted (SEC'23 §5; the caller says which slots were busy). A
-message whose head has been sent is never dropped.
+UE's served rate. A message whose head has been sent is never dropped.
+
+The served rate is the queue's dequeue rate within its current *busy period* (SEC'23 §5: "the
+dequeuing rate over a sliding time window of 50 ms, discounting the idle periods when the
+queue is empty"), measured as the authors' reference queue does (their Mahimahi link queue):
+between departures, over the last 50 ms but at least the last 5 departures; the bytes after
+the first departure over the time from the first to the last. A busy period is a run of
+slots at whose end the queue holds data (it served some, or waited with data and got
+nothing: that time counts); a slot that ends with the queue empty ends it and the
+measurement starts again. With fewer than two departures in the busy period the rate is
+unknown and nothing is dropped by bitrate: a queue that keeps draining is not congested,
+whatever rate its sparse departures would suggest. The caller says which slots were busy.
 """
 
 from __future__ import annotations
@@ -44,8 +52,12 @@ class DropperConfig:
     window_ms: float = 50.0
     drop_by_msg: bool = True
     drop_by_bitrate: bool = True
-    min_busy_ms: float = 5.0  # below this much busy time the served rate is unknown: no drops
     levels: int = MAX_LEVELS  # priority levels honoured (RC action 100 parameter 3)
+
+
+# the served rate spans at least this many departures (slots that served bytes), however long
+# ago within the busy period: a slow link still gets a measurement (the reference queue's rule)
+MIN_DEPARTURES = 5
 
 
 def max_min_share(total: float, demands: dict[int, float]) -> dict[int, float]:
@@ -77,35 +89,52 @@ class OctopusDropper:
         self.rate_source = rate_source
         self.slot_us = slot_us
         self.window_slots = max(1, round(self.cfg.window_ms * 1000 / slot_us))
-        self.min_busy_slots = max(1, round(self.cfg.min_busy_ms * 1000 / slot_us))
         self.window_us = round(self.cfg.window_ms * 1000)
         self.top_level = min(max(self.cfg.levels, 1), MAX_LEVELS) - 1
         self.droppers: dict[int, list[int | None]] = {}
         self.in_drop: dict[int, int] = {}
-        self.busy: deque[int] = deque()  # bytes served in each of the last busy slots
-        self.busy_sum = 0
+        self.clock = 0  # busy slots so far: the time base of the served rate
+        # (busy slot, bytes) of each departure in the window of the current busy period
+        self.departures: deque[tuple[int, int]] = deque()
+        self.departed = 0  # their bytes
         self.arrivals: deque[tuple[int, int, int]] = deque()  # (t_us, stream, bytes)
         self.stats = DropperStats()
         # (t_us, stream, msg id, priority, share bit/s or -1, cause: 0 kept, 1 msg, 2 bitrate)
         self.decision_log: list[tuple[int, int, int, int, float, int]] | None = None
 
     # --- measurement -------------------------------------------------------------------
-    def on_slot(self, served_bytes: int, saturated: bool) -> None:
-        """Called once per slot in which the queue was served (or held data)."""
-        if not saturated:
+    def on_slot(self, served_bytes: int, busy: bool) -> None:
+        """Called once per slot in which the queue held data or was served. ``busy``: the queue
+        holds data at the slot's end (served or not); False ends the busy period."""
+        if not busy:
+            self.departures.clear()
+            self.departed = 0
             return
-        self.busy.append(served_bytes)
-        self.busy_sum += served_bytes
-        if len(self.busy) > self.window_slots:
-            self.busy_sum -= self.busy.popleft()
+        self.clock += 1
+        if served_bytes <= 0:
+            return  # waiting with data: the time counts, at the next departure
+        deps = self.departures
+        deps.append((self.clock, served_bytes))
+        self.departed += served_bytes
+        oldest = self.clock - self.window_slots
+        while len(deps) > MIN_DEPARTURES and deps[0][0] < oldest:
+            self.departed -= deps.popleft()[1]
+
+    def on_waiting_slots(self, slots: int) -> None:
+        """``slots`` slots in which the queue held data and had no opportunity (a gNB that
+        learns of them at its next opportunity): as many ``on_slot(0, True)``."""
+        self.clock += slots
 
     def served_bps(self) -> float | None:
         if self.rate_source is not None:
             return self.rate_source()
-        n = len(self.busy)
-        if n < self.min_busy_slots:
+        deps = self.departures
+        if len(deps) < 2:
             return None
-        return self.busy_sum * 8.0 * 1e6 / (n * self.slot_us)
+        first_slot, first_bytes = deps[0]
+        return (
+            (self.departed - first_bytes) * 8.0 * 1e6 / ((deps[-1][0] - first_slot) * self.slot_us)
+        )
 
     def stream_share_bps(self, sid: int, now_us: int) -> float | None:
         bw = self.served_bps()

@@ -150,9 +150,9 @@ def markdown(res: dict[str, Any], plot: str | None) -> str:
         lines += ["", f"![tail latency against valid bitrate per scheme]({plot})"]
     lines += ["", "Not modelled: Salsify (its functional codec and Sprout), AWStream's frame-rate "
               "adaptation, ViVo (case study 3), SQI-SSIM (no pixels; the valid bitrate stands "
-              "in). Octopus's bitrate loss here is larger than the paper's: the gNB drops whole "
-              "layers when its 50 ms served-rate window reads low (docs/sim.md, \"Octopus over "
-              "this transport\").", ""]  # fmt: skip
+              "in). The gNB measures the served rate within the queue's busy period, as the "
+              "authors' reference queue does (docs/sim.md, \"Octopus over this transport\").",
+              ""]  # fmt: skip
     return "\n".join(lines)
 
 

@@ -116,9 +116,10 @@ class DlQueue:
                 self.bytes -= budget
                 used += budget
                 budget = 0
-        if dropper is not None and (used or self.bytes):
-            # busy: it served something or still holds data (a slot that drained the queue
-            # was not idle; SEC'23 §5 discounts only the time the queue is empty, as the
-            # srsRAN patch does)
-            dropper.on_slot(used, True)
+        if dropper is not None:
+            # called only for a slot that began with data: it stays busy while data is left;
+            # a slot that ends with the queue empty ends the busy period (SEC'23 §5 discounts
+            # the idle time; the authors' queue restarts its measurement then, as the srsRAN
+            # patch does)
+            dropper.on_slot(used, bool(pkts))
         return used

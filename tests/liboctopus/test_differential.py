@@ -44,8 +44,7 @@ class RecordingDropper(OctopusDropper):
         self.decision_log = []
         c = self.cfg
         self.lines = [
-            f"C {slot_us} {c.window_ms!r} {int(c.drop_by_msg)} {int(c.drop_by_bitrate)} "
-            f"{c.min_busy_ms!r} {c.levels}"
+            f"C {slot_us} {c.window_ms!r} {int(c.drop_by_msg)} {int(c.drop_by_bitrate)} {c.levels}"
         ]
         self.decisions: list[tuple[int, int, int, int, str, str]] = []
 
@@ -70,9 +69,9 @@ class RecordingDropper(OctopusDropper):
         self.decisions.append((now_us, h.stream_id, h.msg_id, int(dropped), c, s))
         return dropped
 
-    def on_slot(self, served_bytes: int, saturated: bool) -> None:
-        self.lines.append(f"S {served_bytes} {int(saturated)}")
-        super().on_slot(served_bytes, saturated)
+    def on_slot(self, served_bytes: int, busy: bool) -> None:
+        self.lines.append(f"S {served_bytes} {int(busy)}")
+        super().on_slot(served_bytes, busy)
 
 
 class Sender:
@@ -168,7 +167,7 @@ def built() -> Path:
     "cfg",
     [
         DropperConfig(),
-        DropperConfig(window_ms=20.0, min_busy_ms=2.5, levels=2),
+        DropperConfig(window_ms=20.0, levels=2),
         DropperConfig(drop_by_bitrate=False),
     ],
     ids=["default", "short-window-2-levels", "message-only"],
@@ -196,5 +195,5 @@ def test_replay_rejects_a_bad_trace(built: Path, tmp_path: Path) -> None:
     exe = liboctopus.tool("octopus_replay")
     r = subprocess.run([str(exe)], input="E 1 2 3\n", capture_output=True, text=True)
     assert r.returncode == 2 and "before the C line" in r.stderr
-    r = subprocess.run([str(exe)], input="C 500 50 1 1 5 8\nX\n", capture_output=True, text=True)
+    r = subprocess.run([str(exe)], input="C 500 50 1 1 8\nX\n", capture_output=True, text=True)
     assert r.returncode == 2 and "unknown operation" in r.stderr

@@ -14,20 +14,17 @@ std::int64_t round_even(double x) { return static_cast<std::int64_t>(std::nearby
 
 bool dropper_config::operator==(const dropper_config& o) const {
   return window_ms == o.window_ms && drop_by_msg == o.drop_by_msg &&
-         drop_by_bitrate == o.drop_by_bitrate && min_busy_ms == o.min_busy_ms &&
-         levels == o.levels;
+         drop_by_bitrate == o.drop_by_bitrate && levels == o.levels;
 }
 
 dropper::dropper(std::uint32_t slot_us, dropper_config cfg)
     : cfg_(cfg),
       slot_us_(slot_us == 0 ? 1 : slot_us),
-      window_slots_(static_cast<std::size_t>(
-          std::max<std::int64_t>(1, round_even(cfg.window_ms * 1000 / slot_us_)))),
-      min_busy_slots_(static_cast<std::size_t>(
-          std::max<std::int64_t>(1, round_even(cfg.min_busy_ms * 1000 / slot_us_)))),
+      window_slots_(std::max<std::int64_t>(1, round_even(cfg.window_ms * 1000 / slot_us_))),
       window_us_(round_even(cfg.window_ms * 1000)),
       top_level_(std::min(std::max(cfg.levels, 1U), max_levels) - 1),
-      busy_(window_slots_ + 1, 0),
+      // at most one departure per busy slot of the window (+ the newest), and min_departures
+      deps_(std::max<std::size_t>(static_cast<std::size_t>(window_slots_) + 2, min_departures + 1)),
       arrivals_(64) {
   streams_.reserve(4);
 }
@@ -105,29 +102,47 @@ void dropper::on_enqueue(const header& h, std::uint32_t size, std::int64_t now_u
 
 void dropper::on_slot(std::uint64_t served_bytes, bool busy) {
   if (!busy) {
+    dep_head_ = 0;
+    dep_len_ = 0;
+    departed_ = 0;
     return;
   }
-  const std::size_t cap = busy_.size();
-  std::size_t tail = busy_head_ + busy_len_;
+  ++clock_;
+  if (served_bytes == 0) {
+    return;  // waiting with data: the time counts, at the next departure
+  }
+  const std::size_t cap = deps_.size();
+  std::size_t tail = dep_head_ + dep_len_;
   if (tail >= cap) {
     tail -= cap;
   }
-  busy_[tail] = served_bytes;
-  busy_sum_ += served_bytes;
-  if (++busy_len_ > window_slots_) {
-    busy_sum_ -= busy_[busy_head_];
-    busy_head_ = busy_head_ + 1 == cap ? 0 : busy_head_ + 1;
-    --busy_len_;
+  deps_[tail] = departure{clock_, served_bytes};
+  ++dep_len_;
+  departed_ += served_bytes;
+  const std::int64_t oldest = clock_ - window_slots_;
+  while (dep_len_ > min_departures && deps_[dep_head_].slot < oldest) {
+    departed_ -= deps_[dep_head_].bytes;
+    dep_head_ = dep_head_ + 1 == cap ? 0 : dep_head_ + 1;
+    --dep_len_;
   }
 }
 
+void dropper::on_waiting_slots(std::uint64_t slots) {
+  clock_ += static_cast<std::int64_t>(slots);  // as many on_slot(0, true): only time passes
+}
+
 double dropper::served_bps() const {
-  if (busy_len_ < min_busy_slots_) {
+  if (dep_len_ < 2) {
     return -1.0;
   }
-  // the simulator's arithmetic, in the same order: bytes * 8.0 * 1e6 / (n * slot)
-  return static_cast<double>(busy_sum_) * 8.0 * 1e6 /
-         static_cast<double>(static_cast<std::uint64_t>(busy_len_) * slot_us_);
+  const departure& first = deps_[dep_head_];
+  std::size_t last = dep_head_ + dep_len_ - 1;
+  if (last >= deps_.size()) {
+    last -= deps_.size();
+  }
+  // the simulator's arithmetic, in the same order: bytes * 8.0 * 1e6 / (slots * slot)
+  return static_cast<double>(departed_ - first.bytes) * 8.0 * 1e6 /
+         static_cast<double>((deps_[last].slot - first.slot) * slot_us_);
 }
 
 double max_min_share(double total, std::vector<std::pair<double, std::uint16_t>>& demands,

@@ -118,17 +118,41 @@ void serve(dropper& d, std::uint64_t bytes, int slots) {
   }
 }
 
-TEST(Dropper, ServedRateCountsOnlyBusySlotsOverTheWindow) {
+TEST(Dropper, ServedRateIsTheRateBetweenDeparturesOfTheBusyPeriod) {
   dropper d(1000);
   EXPECT_LT(d.served_bps(), 0);  // unknown
-  serve(d, 1250, 4);
-  EXPECT_LT(d.served_bps(), 0);  // < 5 ms busy
   serve(d, 1250, 1);
-  EXPECT_DOUBLE_EQ(d.served_bps(), 10e6);  // 1250 B/ms
-  d.on_slot(0, false);                     // idle: discounted
-  EXPECT_DOUBLE_EQ(d.served_bps(), 10e6);
-  serve(d, 2500, 50);  // the window keeps the last 50 busy slots
+  EXPECT_LT(d.served_bps(), 0);  // one departure is no rate
+  serve(d, 0, 3);                // waiting with data: the time counts
+  serve(d, 1250, 1);
+  EXPECT_DOUBLE_EQ(d.served_bps(), 1250 * 8.0 * 1e6 / 4000);  // 1250 B after the first, in 4 ms
+  serve(d, 1250, 5);
+  d.on_slot(100, false);  // the slot ended with the queue empty: the busy period is over
+  EXPECT_LT(d.served_bps(), 0);
+  serve(d, 2500, 60);  // the window keeps the departures of the last 50 busy slots
   EXPECT_DOUBLE_EQ(d.served_bps(), 20e6);
+}
+
+TEST(Dropper, WaitingSlotsAreSlotsWithDataAndNothingServed) {
+  dropper a(1000);
+  dropper b(1000);
+  for (int i = 0; i < 8; ++i) {
+    serve(a, 0, 37);
+    a.on_slot(900, true);
+    b.on_waiting_slots(37);
+    b.on_slot(900, true);
+  }
+  EXPECT_GT(a.served_bps(), 0);
+  EXPECT_DOUBLE_EQ(a.served_bps(), b.served_bps());
+}
+
+TEST(Dropper, ServedRateSpansAtLeastFiveDepartures) {
+  dropper d(1000);
+  for (int i = 0; i < 10; ++i) {  // one 1500 B departure every 40 ms
+    serve(d, 0, 39);
+    serve(d, 1500, 1);
+  }
+  EXPECT_DOUBLE_EQ(d.served_bps(), 4 * 1500 * 8.0 * 1e6 / 160000);  // the last 5, 160 ms apart
 }
 
 TEST(Dropper, BitrateThresholdAboveTheServedRateDrops) {
@@ -147,6 +171,7 @@ TEST(Dropper, BitrateThresholdAboveTheServedRateDrops) {
 TEST(Dropper, NoBitrateDropsWhileTheRateIsUnknown) {
   dropper d(1000);
   serve(d, 10, 2);
+  d.on_slot(10, false);  // drained: no busy period, no rate
   d.on_enqueue(pkt(1, 1, true, true, 0, false, 0, 100000), 1000, 0);
   EXPECT_FALSE(d.should_drop(pkt(1, 1, true, true, 0, false, 0, 100000), 1000, 1));
 }

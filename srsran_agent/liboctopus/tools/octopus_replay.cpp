@@ -2,7 +2,7 @@
 // tests/liboctopus) through liboctopus and prints every head-of-queue decision, so the two
 // implementations can be compared decision for decision.
 //
-//   C slot_us window_ms drop_by_msg drop_by_bitrate min_busy_ms levels   (first line)
+//   C slot_us window_ms drop_by_msg drop_by_bitrate levels               (first line)
 //   E t_us stream msg flags priority threshold kbps size                  enqueue
 //   H t_us stream msg flags priority threshold kbps size                  head: decide
 //   S served_bytes busy                                                   slot
@@ -46,12 +46,11 @@ int main() {
     if (op == 'C') {
       unsigned slot = 0;
       double window = 0;
-      double min_busy = 0;
       int by_msg = 0;
       int by_rate = 0;
       unsigned levels = 0;
-      if (std::sscanf(line + 1, "%u %lf %d %d %lf %u", &slot, &window, &by_msg, &by_rate,
-                      &min_busy, &levels) != 6) {
+      if (std::sscanf(line + 1, "%u %lf %d %d %u", &slot, &window, &by_msg, &by_rate, &levels) !=
+          5) {
         std::fprintf(stderr, "octopus_replay: line %lu: bad config line\n", lineno);
         return 2;
       }
@@ -59,7 +58,6 @@ int main() {
       cfg.window_ms = window;
       cfg.drop_by_msg = by_msg != 0;
       cfg.drop_by_bitrate = by_rate != 0;
-      cfg.min_busy_ms = min_busy;
       cfg.levels = levels;
       d = std::make_unique<octopus::dropper>(slot, cfg);
       continue;

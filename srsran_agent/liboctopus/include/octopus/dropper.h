@@ -6,7 +6,12 @@
 // A queue discipline calls it from three places:
 //   on_enqueue(h, size, now)   every packet that enters the queue with a valid header
 //   should_drop(h, size, now)  the packet at the head, before any of its bytes are sent
-//   on_slot(served, busy)      once per transmission opportunity in which the queue held data
+//   on_slot(served, busy)      once per slot in which the queue held data or was served; busy:
+//                              it holds data at the slot's end (False ends the busy period)
+//   on_waiting_slots(n)        n slots with data queued and no opportunity: n x on_slot(0, true)
+// The served rate is the dequeue rate within the current busy period, between departures, over
+// the last window_ms but at least min_departures departures (SEC'23 §5, measured as the
+// authors' reference queue does); unknown (no bitrate drops) with fewer than two departures.
 // It keeps no packets itself and allocates only when a new stream appears or the arrival window
 // grows past its high-water mark.
 #pragma once
@@ -20,10 +25,9 @@
 namespace octopus {
 
 struct dropper_config {
-  double window_ms = 50.0;     // served-rate and demand window (busy time only)
+  double window_ms = 50.0;  // served-rate window (busy slots) and demand window (time)
   bool drop_by_msg = true;
   bool drop_by_bitrate = true;
-  double min_busy_ms = 5.0;    // with less busy time the served rate is unknown: no bitrate drops
   unsigned levels = max_levels;  // priority levels honoured (1..8); higher ones count as the last
 
   bool operator==(const dropper_config& o) const;
@@ -47,6 +51,9 @@ struct drop_decision {
   double share_bps = -1.0;  // the stream's fair share, -1 when not computed or unknown
 };
 
+// The served rate spans at least this many departures, however long ago within the busy period.
+constexpr std::size_t min_departures = 5;
+
 class dropper {
  public:
   // slot_us: the duration of one transmission opportunity (1000 us at 15 kHz SCS, 500 at 30).
@@ -56,8 +63,9 @@ class dropper {
   bool should_drop(const header& h, std::uint32_t size, std::int64_t now_us,
                    drop_decision* out = nullptr);
   void on_slot(std::uint64_t served_bytes, bool busy);
+  void on_waiting_slots(std::uint64_t slots);
 
-  // The queue's served rate over the busy window in bit/s; < 0 while unknown.
+  // The queue's served rate in its busy period in bit/s; < 0 while unknown.
   double served_bps() const;
   // The stream's max-min fair share of the served rate; < 0 while unknown.
   double stream_share_bps(std::uint16_t stream_id, std::int64_t now_us);
@@ -96,19 +104,23 @@ class dropper {
 
   dropper_config cfg_;
   std::uint32_t slot_us_;
-  std::size_t window_slots_;
-  std::size_t min_busy_slots_;
+  std::int64_t window_slots_;
   std::int64_t window_us_;
   unsigned top_level_;
 
   std::vector<stream_state> streams_;
   std::size_t last_stream_ = 0;
 
-  // ring of the bytes served in each of the last busy slots
-  std::vector<std::uint64_t> busy_;
-  std::size_t busy_head_ = 0;
-  std::size_t busy_len_ = 0;
-  std::uint64_t busy_sum_ = 0;
+  // departures of the current busy period within the window: (busy slot, bytes) in a ring
+  struct departure {
+    std::int64_t slot;
+    std::uint64_t bytes;
+  };
+  std::int64_t clock_ = 0;  // busy slots so far
+  std::vector<departure> deps_;
+  std::size_t dep_head_ = 0;
+  std::size_t dep_len_ = 0;
+  std::uint64_t departed_ = 0;
 
   // ring of arrivals in the demand window (power-of-two capacity)
   std::vector<arrival> arrivals_;
