@@ -1,4 +1,6 @@
-"""``octoric eval sec23``: Octopus SEC'23 §6.2/§7.1 in the simulator: real-time video with
+"""``octoric eval sec23``: Octopus SEC'23 §6.1/§6.2/§7.1 in the simulator.
+
+Case study 2 (§6.2, quality adaptation; the four schemes below): real-time video with
 three-layer spatial SVC (layers at 0.2 B, 0.5 B and B of the transport's estimate B, GoP of 10
 frames, every packet marked with the Octopus header) over Mahimahi LTE traces (Verizon,
 T-Mobile, AT&T) with a 60 ms RTT and a 375 kB gNB queue, as the paper's testbed.
@@ -11,6 +13,14 @@ Schemes, same video and link for all:
 - ``bbr-video``: the video over TCP BBR on the packet-level transport, the transport
   AWStream adapts to (AWStream's own frame-rate adaptation is not modelled; Salsify is not in
   the simulator: both are named in the report).
+
+Case study 1 (§6.1, frame-rate adaptation at fixed quality; ``octopus`` and ``octobbr``): the
+same traces, RTT and queue; the video has three temporal layers in GoPs of 8 frames (every
+frame a dropper message with §6.1's priorities, drop-by-message only: no bitrate thresholds)
+and a fixed quality: the encoder's rate is pinned at 5 Mbit/s, about what the authors' MOT17
+traces at quantizer 17 carry (~20 kB per frame at 30 fps). The metric is §6.1's age of
+information: just before each newer frame is decoded, the time since the latest decoded
+frame was captured; its p99 over the frames (Fig. 12a).
 
 Metrics: frame latency (capture to decodable) p99, the paper's tail metric, and the valid
 bitrate (the bits of frames decoded in time) as the quality proxy: the simulator has no
@@ -33,30 +43,41 @@ from octoric.sim.summary import build_summary
 from octoric.sim.video import VideoConfig, WiredPathConfig
 
 SCHEMES = ("octopus", "octobbr", "webrtc", "bbr-video")
+CASE1_SCHEMES = ("octopus", "octobbr")
+CASE1_BPS = 5e6  # fixed quality: the authors' MOT17 temporal-SVC traces carry ~20 kB per frame
 TRACES = ("Verizon-LTE-short", "TMobile-LTE-short", "ATT-LTE-driving")
 QUEUE_BYTES = 375_000
 RTT_MS = 60.0
 
 
-def scenario(trace_dir: Path, trace: str, scheme: str, duration_s: float) -> Scenario:
-    video = VideoConfig(svc="spatial", gop=10, octopus=True)
+def scenario(trace_dir: Path, trace: str, scheme: str, duration_s: float,
+             case: int = 2) -> Scenario:  # fmt: skip
     name = {"octopus": "octobbr", "octobbr": "octobbr", "webrtc": "gcc", "bbr-video": "bbr"}
-    flow = FlowSpec(traffic="video", scheme=name[scheme], start_mbps=2.0, video=video,
+    if case == 1:  # fixed quality: the encoder's rate cannot move
+        video = VideoConfig(svc="temporal", gop=8, octopus=True, min_bps=CASE1_BPS,
+                            max_bps=CASE1_BPS)  # fmt: skip
+        start = CASE1_BPS / 1e6
+    else:
+        video = VideoConfig(svc="spatial", gop=10, octopus=True)
+        start = 2.0
+    flow = FlowSpec(traffic="video", scheme=name[scheme], start_mbps=start, video=video,
                     path=WiredPathConfig(rtt_ms=RTT_MS))  # fmt: skip
     ch = ChannelSpec("mahimahi", path=str(trace_dir / f"{trace}.down"))
     ue = UeSpec(channel=ch, flows=[flow], dropper=scheme == "octopus",
                 queue_limit_bytes=QUEUE_BYTES)  # fmt: skip
-    return Scenario(name=f"sec23-{trace}-{scheme}", duration_s=duration_s, ues=[ue])
+    return Scenario(name=f"sec23-case{case}-{trace}-{scheme}", duration_s=duration_s, ues=[ue])
 
 
 def run_one(trace_dir: Path, trace: str, scheme: str, duration_s: float,
-            seed: int) -> dict[str, Any]:  # fmt: skip
-    eng = Engine(scenario(trace_dir, trace, scheme, duration_s), seed)
+            seed: int, case: int = 2) -> dict[str, Any]:  # fmt: skip
+    eng = Engine(scenario(trace_dir, trace, scheme, duration_s, case), seed)
     wall = eng.run()
     s = build_summary(eng, wall)
     f, u = s["flows"][0], s["ues"][0]
     lat = f["frame_latency_ms"] or {}
+    aoi = f["aoi_ms"] or {}
     return {
+        "aoi_p99_ms": aoi.get("p99", math.nan), "aoi_p50_ms": aoi.get("p50", math.nan),
         "p99_ms": lat.get("p99", math.nan), "p50_ms": lat.get("p50", math.nan),
         "valid_kbps": f.get("valid_bitrate_kbps") or 0.0, "utilization": u.get("utilization"),
         "frames_decoded": f.get("frames_decoded"), "frames_sent": f.get("frames_sent"),
@@ -69,20 +90,23 @@ def run_all(trace_dir: Path, quick: bool,
     seeds = 1 if quick else 2
     duration = 20.0 if quick else 60.0
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for t in traces:
-        runs[t] = {}
-        for s in SCHEMES:
-            runs[t][s] = []
-            for seed in range(1, seeds + 1):
-                if progress:
-                    progress(f"{t} {s} seed {seed}")
-                runs[t][s].append(run_one(trace_dir, t, s, duration, seed))
-    return {"runs": runs, "seeds": seeds, "duration_s": duration}
+    case1: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for case, schemes, out in ((2, SCHEMES, runs), (1, CASE1_SCHEMES, case1)):
+        for t in traces:
+            out[t] = {}
+            for s in schemes:
+                out[t][s] = []
+                for seed in range(1, seeds + 1):
+                    if progress:
+                        progress(f"case {case} {t} {s} seed {seed}")
+                    out[t][s].append(run_one(trace_dir, t, s, duration, seed, case))
+    return {"runs": runs, "case1": case1, "seeds": seeds, "duration_s": duration}
 
 
-def _ratios(res: dict[str, Any], a: str, b: str, key: str) -> list[float]:
+def _ratios(res: dict[str, Any], a: str, b: str, key: str,
+            runs: str = "runs") -> list[float]:  # fmt: skip
     out = []
-    for by in res["runs"].values():
+    for by in res[runs].values():
         for ra, rb in zip(by[a], by[b], strict=True):
             out.append(ra[key] / rb[key] if rb[key] else math.inf)
     return out
@@ -102,6 +126,9 @@ def at_least_row(text: str, paper: str, ratios: list[float], floor: float) -> di
 
 def claims(res: dict[str, Any]) -> list[dict[str, Any]]:
     rows = [
+        claim_row("Octopus's tail (p99) age of information is lower than OctoBBR's (§6.1 "
+                  "frame-rate adaptation)", "0.51x (49 % lower, §7.1 Fig. 12a)",
+                  _ratios(res, "octopus", "octobbr", "aoi_p99_ms", "case1"), 0.51),
         claim_row("Octopus's tail (p99) frame latency is lower than OctoBBR's",
                   "0.39x (61 % lower, §7.1 Fig. 12b)",
                   _ratios(res, "octopus", "octobbr", "p99_ms"), 0.39),
@@ -120,7 +147,7 @@ def claims(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 def markdown(res: dict[str, Any], plot: str | None) -> str:
     lines = [
-        "# Octopus SEC'23 §6.2/§7.1: in-network content adaptation, in the simulator",
+        "# Octopus SEC'23 §6.1/§6.2/§7.1: in-network content adaptation, in the simulator",
         "",
         "Written by `octoric eval sec23` (experiments/sec23_eval.py, whose docstring gives the "
         f"setup); {res['seeds']} seed(s) per trace, {res['duration_s']:g} s per run; measured: "
@@ -130,7 +157,30 @@ def markdown(res: dict[str, Any], plot: str | None) -> str:
         "",
         *claims_table(claims(res)),
     ]
-    lines += ["", "| trace | scheme | frame latency p50 / p99 (ms) | valid bitrate (kbit/s) | "
+    lines += ["", "Case study 1 (§6.1): three temporal layers, fixed quality (5 Mbit/s), "
+              "drop-by-message only.", "",
+              "| trace | scheme | AoI p50 / p99 (ms) | frame latency p99 (ms) | link used | "
+              "frames decoded |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for t, by in res["case1"].items():
+        for s, rs in by.items():
+            used = [r["utilization"] for r in rs if r["utilization"] is not None]
+            lines.append(
+                f"| {t} | `{s}` | {statistics.fmean(r['aoi_p50_ms'] for r in rs):.0f} / "
+                f"{statistics.fmean(r['aoi_p99_ms'] for r in rs):.0f} | "
+                f"{statistics.fmean(r['p99_ms'] for r in rs):.0f} | "
+                f"{statistics.fmean(used) * 100:.0f} % | "
+                f"{statistics.fmean(r['frames_decoded'] for r in rs):.0f} of "
+                f"{statistics.fmean(r['frames_sent'] for r in rs):.0f} |"
+                if used
+                else f"| {t} | `{s}` | - | - | - | - |"
+            )
+    lines += [
+        "",
+        "Case study 2 (§6.2): three spatial layers adapted to the transport's "
+        "estimate, drop-by-bitrate.",
+        "",
+    ]
+    lines += ["| trace | scheme | frame latency p50 / p99 (ms) | valid bitrate (kbit/s) | "
               "link used | frames decoded |", "|---|---|---|---|---|---|"]  # fmt: skip
     for t, by in res["runs"].items():
         for s, rs in by.items():
