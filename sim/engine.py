@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from octoric.sim.cc import RateController, SchemeContext, build_scheme, octobbr
+from octoric.sim.cc import RateController, SchemeContext, awstream, build_scheme, octobbr
 from octoric.sim.cc.bbr import Bbr
-from octoric.sim.cc.dumbo import DumboControl, split_dumbo
+from octoric.sim.cc.dumbo import DumboControl, EncoderControl, split_dumbo
 from octoric.sim.channels import (
     Channel,
     ChannelContext,
@@ -97,7 +97,7 @@ class FlowState:
     tx_sink: TransportReceiver | None = None  # its receiver (video flows have ``receiver``)
     ext_sink: PacketSink | None = None  # a real flow's: the live real-UE path
     tx_wake_us: int | None = None  # when its timer event is due (one pending at a time)
-    dumbo: DumboControl | None = None  # a video flow on the transport: its encoder control
+    enc_ctl: EncoderControl | None = None  # a video flow on the transport: its encoder control
     enc_target_bps: float = math.nan  # ... and the target it last gave the encoder
     ts_target: list[float] = field(default_factory=list)
     ts_abw: list[float] = field(default_factory=list)
@@ -287,6 +287,9 @@ class Engine:
         if spec.traffic == "bulk":
             return self._bulk_flow(idx, ue, spec, one_way)
         base, dumbo = split_dumbo(spec.scheme)
+        if spec.scheme == awstream.NAME:
+            return self._transport_video_flow(idx, ue, spec, one_way, awstream.BASE, False,
+                                              frame_rate_adaptation=True)  # fmt: skip
         if base in WINDOW_SCHEMES or (base == octobbr.NAME and not dumbo):
             return self._transport_video_flow(idx, ue, spec, one_way, base, dumbo)
         if dumbo:
@@ -344,10 +347,12 @@ class Engine:
         return f
 
     def _transport_video_flow(self, idx: int, ue: int, spec: FlowSpec, one_way: int,
-                              base: str, dumbo: bool) -> FlowState:  # fmt: skip
+                              base: str, dumbo: bool,
+                              frame_rate_adaptation: bool = False) -> FlowState:  # fmt: skip
         """A video sender on the packet-level transport with a window scheme (Dumbo thesis §4):
         the encoder's frames wait in the media queue, the window and the pacer send them,
-        every packet is acknowledged; ``dumbo`` pads an empty queue with dummy packets."""
+        every packet is acknowledged; ``dumbo`` pads an empty queue with dummy packets;
+        ``frame_rate_adaptation``: AWStream's control instead of Dumbo's (fixed quality)."""
         octo = base == octobbr.NAME
         wctx = WindowContext(params=dict(spec.params), seed=self.seed * 1000 + idx)
         scheme = octobbr.OctopusBbr(wctx) if octo else build_window_scheme(base, wctx)
@@ -367,7 +372,8 @@ class Engine:
                                    buffer_dropper=octobbr.transport_buffer(scheme))  # fmt: skip
         else:
             f.tx = TransportSender(idx, scheme, media=sender, padding=dumbo)
-            f.dumbo = DumboControl(start)
+            f.enc_ctl = (awstream.AwstreamControl(start) if frame_rate_adaptation
+                         else DumboControl(start))  # fmt: skip
 
         def ack(p: Packet, t_us: int) -> None:
             self._push(t_us + f.ul_delay_us, EV_ACK, (f, p.seq))
@@ -380,11 +386,11 @@ class Engine:
 
     def _on_transport_frame(self, f: FlowState, t: int) -> None:
         """A frame tick of a video flow on the transport: Dumbo's encoder control, then send."""
-        sender, tx, ctl = f.sender, f.tx, f.dumbo
+        sender, tx, ctl = f.sender, f.tx, f.enc_ctl
         assert sender is not None and tx is not None
         nxt = t + f.frame_us
         last = f.spec.stop_s is not None and nxt >= f.spec.stop_s * 1e6
-        if ctl is not None:  # Dumbo's encoder control
+        if ctl is not None:  # Dumbo's encoder control, or AWStream's frame rate
             d = ctl.decide(t, tx.scheme.sending_bps(tx), sender.pending_bytes, sender.cfg.min_bps)
             if d.skip:
                 sender.skip_frame()
@@ -412,8 +418,8 @@ class Engine:
                 f.wired_lost_pkts += 1
                 continue
             self._push(a, EV_ARRIVE, p)
-        if f.dumbo is not None and f.sender is not None:
-            f.dumbo.on_queue(t, f.sender.pending_bytes)
+        if f.enc_ctl is not None and f.sender is not None:
+            f.enc_ctl.on_queue(t, f.sender.pending_bytes)
         wake = tx.wake_us(t)
         if wake is not None and (f.tx_wake_us is None or wake < f.tx_wake_us):
             f.tx_wake_us = wake

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import Protocol
 
 STANDING_WINDOW_US = 100_000  # T
 LATENCY_THRESHOLD_US = 100_000
@@ -29,6 +30,17 @@ LATENCY_THRESHOLD_US = 100_000
 class EncoderDecision:
     target_bps: float
     skip: bool
+
+
+class EncoderControl(Protocol):
+    """What drives the encoder of a video flow on the transport (Dumbo's control, AWStream's
+    frame-rate adaptation): told the media queue's size whenever it changes, asked at every
+    source frame for the target and whether to skip the frame."""
+
+    def on_queue(self, now_us: int, queue_bytes: int) -> None: ...
+
+    def decide(self, now_us: int, sending_bps: float | None, queue_bytes: int,
+               min_bps: float) -> EncoderDecision: ...  # fmt: skip
 
 
 class DumboControl:
