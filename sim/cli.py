@@ -35,8 +35,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "bbr-h, copa, rocc) turns the video flows into bulk transfers on the packet-level "
         "transport, unless --traffic video is given (then the video goes over the transport); "
         "copa+dumbo, rocc+dumbo: video over the transport with Dumbo's padding; octobbr: the "
-        "Octopus transport (BBR, Algorithm 1 in its send buffer); awstream: frame-rate "
-        "adaptation over TCP BBR at a fixed quality",
+        "Octopus transport (BBR, Algorithm 1 in its send buffer); awstream, salsify: frame-rate "
+        "adaptation at a fixed quality (over TCP BBR; Salsify's own transport)",
     )
     r.add_argument(
         "--abw",
@@ -120,10 +120,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 # video on the packet-level transport with more than a window scheme: the Dumbo thesis's
-# padding (``NAME+dumbo``, sim/cc/dumbo.py), the Octopus transport (sim/cc/octobbr.py) and
-# AWStream's frame-rate adaptation over BBR (sim/cc/awstream.py)
+# padding (``NAME+dumbo``, sim/cc/dumbo.py), the Octopus transport (sim/cc/octobbr.py),
+# AWStream's frame-rate adaptation over BBR (sim/cc/awstream.py) and Salsify* (sim/cc/salsify.py)
 TRANSPORT_VIDEO_SCHEMES = {"copa+dumbo": "dumbo", "rocc+dumbo": "dumbo", "octobbr": "octobbr",
-                           "awstream": "awstream"}  # fmt: skip
+                           "awstream": "awstream", "salsify": "salsify"}  # fmt: skip
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -140,7 +140,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     print(
         "           ",
         ", ".join(TRANSPORT_VIDEO_SCHEMES),
-        "(video on the transport: Dumbo's padding, the Octopus transport, AWStream)",
+        "(video on the transport: Dumbo's padding, the Octopus transport, AWStream, Salsify*)",
     )
     return 0
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from octoric.sim.cc import RateController, SchemeContext, awstream, build_scheme, octobbr
+from octoric.sim.cc import RateController, SchemeContext, awstream, build_scheme, octobbr, salsify
 from octoric.sim.cc.bbr import Bbr
 from octoric.sim.cc.dumbo import DumboControl, EncoderControl, split_dumbo
 from octoric.sim.channels import (
@@ -287,9 +287,9 @@ class Engine:
         if spec.traffic == "bulk":
             return self._bulk_flow(idx, ue, spec, one_way)
         base, dumbo = split_dumbo(spec.scheme)
-        if spec.scheme == awstream.NAME:
+        if spec.scheme in (awstream.NAME, salsify.NAME):  # frame-rate adaptation at fixed quality
             return self._transport_video_flow(idx, ue, spec, one_way, awstream.BASE, False,
-                                              frame_rate_adaptation=True)  # fmt: skip
+                                              app=spec.scheme)  # fmt: skip
         if base in WINDOW_SCHEMES or (base == octobbr.NAME and not dumbo):
             return self._transport_video_flow(idx, ue, spec, one_way, base, dumbo)
         if dumbo:
@@ -347,15 +347,17 @@ class Engine:
         return f
 
     def _transport_video_flow(self, idx: int, ue: int, spec: FlowSpec, one_way: int,
-                              base: str, dumbo: bool,
-                              frame_rate_adaptation: bool = False) -> FlowState:  # fmt: skip
+                              base: str, dumbo: bool, app: str = "") -> FlowState:  # fmt: skip
         """A video sender on the packet-level transport with a window scheme (Dumbo thesis §4):
         the encoder's frames wait in the media queue, the window and the pacer send them,
         every packet is acknowledged; ``dumbo`` pads an empty queue with dummy packets;
-        ``frame_rate_adaptation``: AWStream's control instead of Dumbo's (fixed quality)."""
+        ``app``: "awstream" (over BBR) or "salsify" (its own transport) instead of Dumbo's
+        control: the frame rate adapts, the quality stays."""
         octo = base == octobbr.NAME
         wctx = WindowContext(params=dict(spec.params), seed=self.seed * 1000 + idx)
-        scheme = octobbr.OctopusBbr(wctx) if octo else build_window_scheme(base, wctx)
+        scheme = (octobbr.OctopusBbr(wctx) if octo
+                  else salsify.SalsifyTransport(wctx) if app == salsify.NAME
+                  else build_window_scheme(base, wctx))  # fmt: skip
         start = spec.start_mbps * 1e6
         video = replace(spec.video, octopus=True) if octo else spec.video
         sender = VideoSender(idx, idx + 1, video, self._rng(), start)
@@ -372,8 +374,13 @@ class Engine:
                                    buffer_dropper=octobbr.transport_buffer(scheme))  # fmt: skip
         else:
             f.tx = TransportSender(idx, scheme, media=sender, padding=dumbo)
-            f.enc_ctl = (awstream.AwstreamControl(start) if frame_rate_adaptation
-                         else DumboControl(start))  # fmt: skip
+            if app == salsify.NAME:
+                assert isinstance(scheme, salsify.SalsifyTransport)
+                f.enc_ctl = salsify.SalsifyControl(scheme, f.tx, start, video.fps, video.mtu)
+            elif app == awstream.NAME:
+                f.enc_ctl = awstream.AwstreamControl(start)
+            else:
+                f.enc_ctl = DumboControl(start)
 
         def ack(p: Packet, t_us: int) -> None:
             self._push(t_us + f.ul_delay_us, EV_ACK, (f, p.seq))

@@ -25,14 +25,14 @@ def test_eval_sec23_quick_reports_the_papers_claims(tmp_path: Path) -> None:
     assert (tmp_path / "sec23.png").stat().st_size > 5_000
     data = json.loads((tmp_path / "sec23.json").read_text())
     claims = {c["claim"]: c for c in data["claims"]}
-    assert len(claims) == 6
+    assert len(claims) == 7
     tail = claims["Octopus's tail (p99) frame latency is lower than OctoBBR's"]
     assert tail["verdict"] != "does not hold" and tail["measured_mean"] < 1.0
     runs = data["runs"]["Verizon-LTE-short"]
     assert set(runs) == {"octopus", "octobbr", "webrtc", "bbr-video"}
     assert all(r[0]["frames_decoded"] > 0 for r in runs.values())
     case1 = data["case1"]["Verizon-LTE-short"]  # §6.1: fixed quality, AoI
-    assert set(case1) == {"octopus", "octobbr", "awstream"}
+    assert set(case1) == {"octopus", "octobbr", "awstream", "salsify"}
     assert all(0 < r[0]["aoi_p50_ms"] <= r[0]["aoi_p99_ms"] for r in case1.values())
 
 

@@ -83,10 +83,12 @@ def test_backlogged_real_flow_gets_exactly_the_granted_bytes() -> None:
 def test_octopus_dropper_drops_whole_real_messages_by_their_thresholds() -> None:
     flow = FlowSpec(traffic="real", path=WiredPathConfig(rtt_ms=0.0), uplink_ms=0.0)
     # priority 0 (threshold 0: never by bitrate) and priority 3 with a drop-by-bitrate threshold
-    # of 200 Mbit/s, above anything this cell serves: the dropper drops those, whole, whenever
-    # it has measured the queue's service (Algorithm 1 judges a bitrate over busy time only,
-    # so it acts under congestion: 36 Mbit/s offered, the priority-0 half fits the UE's share;
-    # a queue that never overflows, so every loss is the dropper's)
+    # of 200 Mbit/s, above anything this cell serves: 36 Mbit/s offered where the UE gets
+    # ~20-30, the priority-0 half fits. Algorithm 1 judges a bitrate only within a busy period
+    # (the queue held data at every slot's end since it last drained), so it drops priority-3
+    # messages, whole, while the queue is congested and lets them through once it drains: the
+    # queue stays short, the priority-0 half all arrives, and the link stays used. The queue
+    # never overflows, so every loss is the dropper's.
     args = ["--mbps", "36", "--size", "1000", "--octopus", "--msg-packets", "4",
             "--priorities", "0,3", "--bitrate-kbps", "3:200000"]  # fmt: skip
     r = asyncio.run(run_udp(cell(flow, True, 4_000_000), args, 6.0, 8.5))
@@ -103,7 +105,10 @@ def test_octopus_dropper_drops_whole_real_messages_by_their_thresholds() -> None
     assert all(m in got for m in high), "a priority-0 message was lost"
     low_got = sum(m in got for m in low)
     print("low-priority messages delivered", low_got, "of", len(low), "high", len(high))
-    assert low_got <= 0.05 * len(low), (low_got, len(low))
+    # 36 Mbit/s into ~20-30: at least a sixth of the low half must go, and not all of it may
+    assert 0.05 * len(low) <= low_got <= 5 / 6 * len(low), (low_got, len(low))
+    queued = r.sim.engine.ues[0].queue.bytes
+    assert queued < 500_000, f"the dropper let the queue build: {queued} bytes"
     ue = st["ues"][0]
     assert ue["tail_dropped_packets"] == 0
     assert ue["dropped_packets"] == 4 * (len(low) - low_got)  # counted at the receiver
