@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
+import redis.exceptions
 from aiohttp import web
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -205,10 +206,12 @@ class _SdlStats:
     sdl_errors: int
     sdl_healthy: int  # 1 / 0 (a gauge)
     rest_unauthorized: int  # requests refused without the run's token
+    rest_sdl_unavailable: int  # requests answered 503: Redis unreachable or too slow
 
 
 def _sdl_stats(sdl: Sdl) -> _SdlStats:
-    return _SdlStats(sdl.reseeds, sdl.errors, int(sdl.healthy), REST_AUTH["unauthorized"])
+    return _SdlStats(sdl.reseeds, sdl.errors, int(sdl.healthy), REST_AUTH["unauthorized"],
+                     REST_SDL["unavailable"])  # fmt: skip
 
 
 def _stats_dict(*objs: Any) -> dict[str, Any]:
@@ -229,6 +232,7 @@ def write_private(path: Path, text: str) -> None:
 
 
 REST_AUTH: Counter[str] = Counter()  # requests refused for want of the run's token
+REST_SDL: Counter[str] = Counter()  # requests answered 503 because Redis did not answer
 
 
 def _auth_middleware(token: str) -> Any:
@@ -255,13 +259,34 @@ def _auth_middleware(token: str) -> Any:
     return mw
 
 
+@web.middleware
+async def _sdl_unavailable_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    """A handler that could not reach Redis (refused, or no answer within the client's 2 s)
+    answers 503 with a Retry-After, counted: the request was fine, the platform was not (a
+    500 would tell the client its request broke the server). The state calls are idempotent,
+    so a retry completes what the failed call may have begun."""
+    try:
+        resp: web.StreamResponse = await handler(request)
+    except redis.exceptions.RedisError as e:
+        REST_SDL["unavailable"] += 1
+        if REST_SDL["unavailable"] in (1, 10, 100) or REST_SDL["unavailable"] % 1000 == 0:
+            log.warning("%s %s: SDL unavailable (%s); 503 (%d so far)", request.method,
+                        request.path, e, REST_SDL["unavailable"])  # fmt: skip
+        body = {"error": f"SDL (Redis) unavailable: {e}; retry"}
+        return web.json_response(body, status=503, headers={"Retry-After": "1"})
+    return resp
+
+
 def build_app(
     routes: list[web.RouteDef], sdl: Sdl | None = None, token: str = ""
 ) -> web.Application:
     """A component's HTTP application as it is served: ``routes``, the health routes, the
     1 MiB body limit; ``sdl``: ready (``/ric/v1/health/ready``) only while it reaches Redis;
-    ``token``: the run's API token (empty: no check, for tests of the bare services)."""
-    middlewares = [_auth_middleware(token)] if token else []
+    ``token``: the run's API token (empty: no check, for tests of the bare services). A
+    request that cannot reach Redis gets a 503."""
+    middlewares: list[Any] = [_sdl_unavailable_middleware]
+    if token:
+        middlewares.insert(0, _auth_middleware(token))
     app = web.Application(client_max_size=1 << 20, middlewares=middlewares)
     app.add_routes(routes)
 
