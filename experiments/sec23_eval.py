@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from octoric.experiments.claims import claim_row, claims_table
+from octoric.experiments.grid import run_grid
 from octoric.sim.engine import Engine
 from octoric.sim.scenario import ChannelSpec, FlowSpec, Scenario, UeSpec
 from octoric.sim.summary import build_summary
@@ -100,17 +101,12 @@ def run_all(trace_dir: Path, quick: bool,
     traces = TRACES[:1] if quick else TRACES
     seeds = 1 if quick else 2
     duration = 20.0 if quick else 60.0
-    runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    case1: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for case, schemes, out in ((2, SCHEMES, runs), (1, CASE1_SCHEMES, case1)):
-        for t in traces:
-            out[t] = {}
-            for s in schemes:
-                out[t][s] = []
-                for seed in range(1, seeds + 1):
-                    if progress:
-                        progress(f"case {case} {t} {s} seed {seed}")
-                    out[t][s].append(run_one(trace_dir, t, s, duration, seed, case))
+
+    def case(n: int) -> Callable[[str, str, int], dict[str, Any]]:
+        return lambda t, s, seed: run_one(trace_dir, t, s, duration, seed, n)
+
+    runs = run_grid(traces, SCHEMES, seeds, case(2), progress, "case 2 ")
+    case1 = run_grid(traces, CASE1_SCHEMES, seeds, case(1), progress, "case 1 ")
     return {"runs": runs, "case1": case1, "seeds": seeds, "duration_s": duration}
 
 

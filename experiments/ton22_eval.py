@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from octoric.experiments.claims import claim_row, claims_table
+from octoric.experiments.grid import run_grid
 from octoric.sim.engine import Engine
 from octoric.sim.scenario import load
 
@@ -48,15 +49,8 @@ def run_all(quick: bool, progress: Callable[[str], None] | None = None) -> dict[
     mobility = ("hsr",) if quick else MOBILITY
     seeds = 1 if quick else 3
     duration = 20.0 if quick else 60.0
-    runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for m in mobility:
-        runs[m] = {}
-        for s in SCHEMES:
-            runs[m][s] = []
-            for seed in range(1, seeds + 1):
-                if progress:
-                    progress(f"{m} {s} seed {seed}")
-                runs[m][s].append(run_one(m, s, duration, seed))
+    runs = run_grid(mobility, SCHEMES, seeds,
+                    lambda m, s, seed: run_one(m, s, duration, seed), progress)  # fmt: skip
     return {"runs": runs, "seeds": seeds, "duration_s": duration}
 
 
