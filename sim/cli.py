@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     r.add_argument(
         "--scheme",
         help="override every video flow's rate-control scheme; a window scheme (cubic, bbr, "
-        "bbr-h, copa, rocc) turns the video flows into bulk transfers on the packet-level "
+        "bbr-h, bbr+, copa, rocc) turns the video flows into bulk transfers on the packet-level "
         "transport, unless --traffic video is given (then the video goes over the transport); "
         "copa+dumbo, rocc+dumbo: video over the transport with Dumbo's padding; octobbr: the "
         "Octopus transport (BBR, Algorithm 1 in its send buffer); awstream, salsify: frame-rate "

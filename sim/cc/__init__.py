@@ -19,7 +19,7 @@ from octoric.sim.cc.base import (
 
 # Each import registers its scheme (module-level ``register_scheme`` or
 # ``register_window_scheme`` call: window schemes drive the packet-level transport).
-from octoric.sim.cc.bbr import Bbr, BbrH
+from octoric.sim.cc.bbr import Bbr, BbrH, BbrPlus
 from octoric.sim.cc.copa import Copa
 from octoric.sim.cc.cubic import Cubic
 from octoric.sim.cc.fixed import FixedRate
@@ -36,6 +36,7 @@ __all__ = [
     "WINDOW_SCHEMES",
     "Bbr",
     "BbrH",
+    "BbrPlus",
     "Copa",
     "Cubic",
     "FixedRate",

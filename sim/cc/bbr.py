@@ -48,6 +48,7 @@ class Bbr(WindowScheme):
     A bulk transfer on the packet-level transport (``sim/transport.py``)."""
 
     name = "bbr"
+    cycle: tuple[float, ...] = CYCLE  # PROBE_BW's pacing gains, one RTprop each
 
     def __init__(self, ctx: WindowContext) -> None:
         super().__init__(ctx)
@@ -72,6 +73,7 @@ class Bbr(WindowScheme):
         self.prior_state = PROBE_BW
         self.probe_rtts = 0  # PROBE_RTT episodes so far
         self.conservation_until: int | None = None  # round until which recovery bounds cwnd
+        self.phase_lost = False  # a loss event in the current PROBE_BW phase
         self.recovery_cwnd = 0
         self.rto_cwnd = False
         self.initial_cwnd = int(ctx.params.get("initial_cwnd", 10) * self.mss)
@@ -170,22 +172,24 @@ class Bbr(WindowScheme):
     def _enter_probe_bw(self, now_us: int) -> None:
         self.state = PROBE_BW
         self.cwnd_gain = 2.0
-        self.cycle_idx = self.rng.choice([i for i in range(len(CYCLE)) if i != 1])
-        self.pacing_gain = CYCLE[self.cycle_idx]
+        self.cycle_idx = self.rng.choice([i for i in range(len(self.cycle)) if i != 1])
+        self.pacing_gain = self.cycle[self.cycle_idx]
         self.cycle_start_us = now_us
 
     def _cycle(self, now_us: int, rs: RateSample, sender: TransportSender) -> None:
         elapsed = now_us - self.cycle_start_us > self.rtprop_us
         gain = self.pacing_gain
-        if gain > 1.0:  # probing: until a round passed and the inflight reached 1.25 BDP
-            done = elapsed and (rs.inflight >= gain * self.bdp())
+        if gain > 1.0:  # probing: a round, and the inflight reached gain x BDP or packets were
+            # lost (the draft's BBRIsNextCyclePhase: a full buffer ends the probe)
+            done = elapsed and (self.phase_lost or rs.inflight >= gain * self.bdp())
         elif gain < 1.0:  # draining: a round, or as soon as inflight is down to one BDP
             done = elapsed or rs.inflight <= self.bdp()
         else:
             done = elapsed
         if done:
-            self.cycle_idx = (self.cycle_idx + 1) % len(CYCLE)
-            self.pacing_gain = CYCLE[self.cycle_idx]
+            self.phase_lost = False
+            self.cycle_idx = (self.cycle_idx + 1) % len(self.cycle)
+            self.pacing_gain = self.cycle[self.cycle_idx]
             self.cycle_start_us = now_us
 
     def _enter_probe_rtt(self, now_us: int) -> None:
@@ -213,6 +217,7 @@ class Bbr(WindowScheme):
                 self.pacing_gain = self.cwnd_gain = HIGH_GAIN
 
     def on_loss(self, now_us: int, lost: int, sender: TransportSender) -> None:
+        self.phase_lost = True
         self.conservation_until = self.round + 1
         self.recovery_cwnd = sender.inflight
 
@@ -251,3 +256,18 @@ class BbrH(Bbr):
 
 
 register_window_scheme("bbr-h")(BbrH)
+
+
+class BbrPlus(Bbr):
+    """BBR+ (Wang et al., "An active-passive measurement study of TCP performance over LTE on
+    high-speed rails", MobiCom'19), ToN'22's second baseline, as ToN'22 §V-B describes it:
+    PROBE_BW's pacing gains [3/2, 1/2] instead of [5/4, 3/4, 1 x 6], so it probes for bandwidth
+    every other round trip, harder. Not modelled: BBR+'s compensation term in RTprop probing
+    (ToN'22 names it without its formula, and the MobiCom'19 paper is not in shared/papers).
+    Everything else is BBR v1."""
+
+    name = "bbr+"
+    cycle = (1.5, 0.5)
+
+
+register_window_scheme("bbr+")(BbrPlus)
