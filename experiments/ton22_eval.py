@@ -1,5 +1,6 @@
 """``octoric eval ton22``: Octopus ToN'22 §V-B (BBR-H) in the simulator: bulk TCP downloads with
-CUBIC, BBR and BBR-H (BBR told of its UE's handovers, Eq. 2) on the ``hsr`` scenario (3 cells,
+CUBIC, BBR, BBR-H (BBR told of its UE's handovers, Eq. 2) and BBR+ (PROBE_BW gains [3/2, 1/2];
+its RTprop compensation is not modelled, sim/cc/bbr.py) on the ``hsr`` scenario (3 cells,
 4 UEs at 300 km/h, a handover every 6.65 s on average, ToN'22's statistics), and with the same
 cells under the driving and walking profiles (§V-D).
 
@@ -22,7 +23,7 @@ from octoric.experiments.grid import run_grid
 from octoric.sim.engine import Engine
 from octoric.sim.scenario import load
 
-SCHEMES = ("cubic", "bbr", "bbr-h")
+SCHEMES = ("cubic", "bbr", "bbr-h", "bbr+")
 MOBILITY = ("hsr", "driving", "walking")
 
 
@@ -76,6 +77,12 @@ def claims(res: dict[str, Any]) -> list[dict[str, Any]]:
          _ratio(hsr, "bbr-h", "bbr", "rtt_ms", 1), 1.31),
         ("BBR-H's median RTT on HSR is lower than CUBIC's", "0.6x (40 % lower)",
          _ratio(hsr, "bbr-h", "cubic", "rtt_ms", 1), 0.6),
+        ("BBR+'s throughput on HSR is higher than BBR's", "2.0x (Table VI: 52.5 vs 26.0)",
+         _ratio(hsr, "bbr+", "bbr", "goodput_mbps"), 2.0),
+        ("BBR+'s median RTT on HSR is higher than BBR's", "3.40x (p25 3.34, p75 2.87)",
+         _ratio(hsr, "bbr+", "bbr", "rtt_ms", 1), 3.4),
+        ("BBR-H's median RTT on HSR is lower than BBR+'s", "0.39x (102 vs 264 ms)",
+         _ratio(hsr, "bbr-h", "bbr+", "rtt_ms", 1), 0.39),
     ]  # fmt: skip
     for m, paper in (("driving", 1.279), ("walking", 1.136)):
         if m in res["runs"]:
@@ -87,7 +94,8 @@ def claims(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 def markdown(res: dict[str, Any], plot: str | None) -> str:
     lines = [
-        "# Octopus ToN'22 §V-B/§V-D: BBR-H against BBR and CUBIC under handovers, in the simulator",
+        "# Octopus ToN'22 §V-B/§V-D: BBR-H against BBR, BBR+ and CUBIC under handovers, in the "
+        "simulator",
         "",
         "Written by `octoric eval ton22` (experiments/ton22_eval.py, whose docstring gives the "
         f"setup); {res['seeds']} seed(s), {res['duration_s']:g} s per run; measured: the ratio's "
@@ -112,7 +120,12 @@ def markdown(res: dict[str, Any], plot: str | None) -> str:
               "in tests/sim/test_transport.py) but its throughput barely does: the simulated "
               "handovers interrupt the UE for ~100 ms and the gNB queue keeps the link busy "
               "meanwhile. The paper's field traces are not reproduced by our handover model; "
-              "docs/sim.md says what it models.", ""]  # fmt: skip
+              "docs/sim.md says what it models.", "",
+              "BBR+ here changes only PROBE_BW's gains to [3/2, 1/2]: its compensation term in "
+              "RTprop probing, which ToN'22 names as the cause of its 3.4x RTT (it \"overestimates "
+              "CWND\"), is not modelled (no formula in ToN'22; the MobiCom'19 paper is not in "
+              "shared/papers), so its RTT claims are not expected to hold; its faster probing is "
+              "what tests/sim/test_transport.py checks.", ""]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -127,11 +140,12 @@ def plot(res: dict[str, Any], out: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 3.6))
     for i, s in enumerate(SCHEMES):
         vals = [statistics.fmean(r["goodput_mbps"] for r in res["runs"][m][s]) for m in mobs]
-        ax.bar(x + (i - 1) * 0.27, vals, 0.27, label=s)
+        w = 0.8 / len(SCHEMES)
+        ax.bar(x + (i - (len(SCHEMES) - 1) / 2) * w, vals, w, label=s)
     ax.set_xticks(x, mobs)
     ax.set_ylabel("throughput per flow (Mbit/s)")
-    ax.set_title("ToN'22 §V-B in the simulator: BBR-H vs BBR vs CUBIC")
-    ax.legend(ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.12))
+    ax.set_title("ToN'22 §V-B in the simulator: BBR-H vs BBR, BBR+ and CUBIC")
+    ax.legend(ncol=len(SCHEMES), loc="upper center", bbox_to_anchor=(0.5, -0.12))
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)

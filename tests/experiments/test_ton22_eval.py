@@ -21,10 +21,10 @@ def test_eval_ton22_quick_reports_table_vi_claims(tmp_path: Path) -> None:
     assert (tmp_path / "ton22.png").stat().st_size > 5_000
     data = json.loads((tmp_path / "ton22.json").read_text())
     claims = {c["claim"]: c for c in data["claims"]}
-    assert len(claims) == 4
+    assert len(claims) == 7
     price = claims["BBR-H's median RTT on HSR is higher than BBR's (its price)"]
     assert price["verdict"] != "does not hold" and price["measured_mean"] > 1.0
     hsr = data["runs"]["hsr"]
-    assert set(hsr) == {"cubic", "bbr", "bbr-h"} and all(
+    assert set(hsr) == {"cubic", "bbr", "bbr-h", "bbr+"} and all(
         r[0]["handovers"] >= 2 for r in hsr.values()
     )
