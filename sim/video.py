@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -44,6 +44,20 @@ class VideoConfig:
     octopus: bool = False  # mark packets with the Octopus header
     min_bps: float = 50e3
     max_bps: float = 200e6
+
+
+# libwebrtc's default key frame interval for VP8, VP9 and H.264 (VideoEncoder::
+# GetDefault*Settings: keyFrameInterval 3000): key frames at the start and on request only.
+WEBRTC_KEY_FRAME_INTERVAL = 3000
+
+
+def webrtc_video(**overrides: Any) -> VideoConfig:
+    """The video of a WebRTC sender as the OCC paper ran it (§6: WebRTC with libx264): the
+    x264-like encoder inside a VBV buffer of 4 frames, libwebrtc's key frame interval of 3000
+    frames (100 s at 30 fps). GCC, OCC and PBE comparisons use it on both sides."""
+    cfg: dict[str, Any] = {"encoder": "x264", "vbv_frames": 4.0, "gop": WEBRTC_KEY_FRAME_INTERVAL}
+    cfg.update(overrides)
+    return VideoConfig(**cfg)
 
 
 @dataclass

@@ -294,6 +294,8 @@ class Gcc(RateController):
         in_alr = self.alr.alr_start_us is not None
         if self._was_alr and not in_alr:
             self.acked_est.set_alr_ended_time(now_us)
+            if self.prober is not None:
+                self.prober.set_alr_ended(now_us)
         self._was_alr = in_alr
         self.acked_est.set_alr(in_alr)
         self.acked_est.on_packets(sorted(((r[1], r[2], r[3]) for r in rows), key=_by_recv))
@@ -303,6 +305,9 @@ class Gcc(RateController):
         # < 100 ms of arrivals). Inlined: the per-packet hot path.
         gfs, gls, gla, gfa = self.g_first_send, self.g_last_send, self.g_last_arr, self.g_first_arr
         group_ms = self.GROUP_MS
+        # delay_based_bwe.cc: the detector went from under-use to normal within this report
+        # (the queue an over-use built has drained): ProbeController may probe after a drop
+        prev_sig, recovered = self.signal, False
         for _, send_us, recv_us, _size in rows:
             send_ms = send_us / 1000.0
             arr_ms = recv_us / 1000.0
@@ -326,6 +331,9 @@ class Gcc(RateController):
                 if prev is not None:
                     send_d = gls - prev[0]
                     self._trendline((gla - prev[1]) - send_d, gla, send_d)
+                    if prev_sig == "underuse" and self.signal == "normal":
+                        recovered = True
+                    prev_sig = self.signal
                 self.prev_group = (gls, gla)
                 gfs, gls, gla, gfa = send_ms, send_ms, arr_ms, arr_ms
         self.g_first_send, self.g_last_send, self.g_last_arr = gfs, gls, gla
@@ -338,6 +346,8 @@ class Gcc(RateController):
         if self.prober is not None:
             self.prober.set_estimate(now_us, self.rate)
             self.alr.set_estimate(self.rate)
+            if recovered:
+                self.prober.request_probe(now_us, self.alr.alr_start_us)
 
     def _probe_feedback(self, rows: list[tuple[int, int, int, int]]) -> float | None:
         """Feed the probe packets of a feedback batch to the ProbeBitrateEstimator; the last

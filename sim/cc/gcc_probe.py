@@ -29,6 +29,13 @@ ALR_PROBE_SCALE = 2.0  # alr_probe_scale
 MIN_PROBE_PACKETS_SENT = 5  # min_probe_packets_sent (kMinProbePacketsSent)
 MIN_PROBE_DURATION_US = 15_000  # min_probe_duration (kMinProbeDurationMs)
 MAX_WAITING_FOR_PROBING_RESULT_US = 1_000_000  # kMaxWaitingTimeForProbingResultMs
+# probe after a large drop (RequestProbe)
+BITRATE_DROP_THRESHOLD = 0.66  # kBitrateDropThreshold
+BITRATE_DROP_TIMEOUT_US = 5_000_000  # kBitrateDropTimeoutMs
+PROBE_FRACTION_AFTER_DROP = 0.85  # kProbeFractionAfterDrop
+PROBE_UNCERTAINTY = 0.05  # kProbeUncertainty
+ALR_ENDED_TIMEOUT_US = 3_000_000  # kAlrEndedTimeoutMs
+MIN_TIME_BETWEEN_DROP_PROBES_US = 5_000_000  # kMinTimeBetweenAlrProbesMs
 
 # --- ProbeBitrateEstimator (probe_bitrate_estimator.cc) ------------------------------------
 MIN_RECEIVED_PROBES_RATIO = 0.80  # kMinReceivedProbesRatio
@@ -57,6 +64,10 @@ class ProbeController:
       estimate every 5 s (``max(alr_start, last probe) + 5 s``); libwebrtc enables this
       periodic ALR probing per stream (``EnablePeriodicAlrProbing``; screenshare by default),
       here the ``alr_probing`` flag;
+    - after a large drop of the estimate (below 0.66x within one update), once the delay
+      detector has recovered from the over-use (under-use -> normal) while in ALR or within
+      3 s of its end, one probe at 0.85x the rate before the drop, if the estimate is still
+      below 0.95x that, within 5 s of the drop and at most every 5 s (``RequestProbe``);
     - no probe above ``max_bps`` (a capped probe does not probe further).
     """
 
@@ -68,6 +79,12 @@ class ProbeController:
         self.estimate_bps = start_bps
         self.min_bitrate_to_probe_further = math.inf
         self.time_last_probing_initiated_us = -1
+        # RequestProbe's memory. libwebrtc resets both times to "now" on a clock whose epoch
+        # lies long before the call, so neither holds back the first drop probe: -inf here.
+        self.time_of_last_large_drop_us = -math.inf
+        self.bitrate_before_last_large_drop = 0.0
+        self.last_drop_probe_us = -math.inf
+        self.alr_end_us: int | None = None
         self.next_cluster_id = 1
         self.clusters: dict[int, ProbeCluster] = {}  # every cluster started, by id
         self.history: list[tuple[int, str, ProbeCluster]] = []  # (time, reason, cluster)
@@ -94,9 +111,34 @@ class ProbeController:
 
     def set_estimate(self, now_us: int, bps: float) -> None:
         """The network estimate changed (libwebrtc: ``SetEstimatedBitrate``)."""
-        self.estimate_bps = bps
         if self.state == "waiting" and bps > self.min_bitrate_to_probe_further:
             self._initiate(now_us, [FURTHER_EXPONENTIAL_PROBE_SCALE * bps], True, "further")
+        if bps < BITRATE_DROP_THRESHOLD * self.estimate_bps:
+            self.time_of_last_large_drop_us = now_us
+            self.bitrate_before_last_large_drop = self.estimate_bps
+        self.estimate_bps = bps
+
+    def set_alr_ended(self, now_us: int) -> None:
+        """The sender left the application-limited region (``SetAlrEndedTimeMs``)."""
+        self.alr_end_us = now_us
+
+    def request_probe(self, now_us: int, alr_start_us: int | None) -> None:
+        """The delay detector recovered from an over-use (``RequestProbe``): probe back
+        towards the rate before a recent large drop, if the sender is or just was
+        application-limited (the drop may then be an artefact of too little traffic)."""
+        ended_recently = (
+            self.alr_end_us is not None and now_us - self.alr_end_us < ALR_ENDED_TIMEOUT_US
+        )
+        if not (alr_start_us is not None or ended_recently) or self.state != "complete":
+            return
+        suggested = PROBE_FRACTION_AFTER_DROP * self.bitrate_before_last_large_drop
+        if (
+            (1 - PROBE_UNCERTAINTY) * suggested > self.estimate_bps
+            and now_us - self.time_of_last_large_drop_us < BITRATE_DROP_TIMEOUT_US
+            and now_us - self.last_drop_probe_us > MIN_TIME_BETWEEN_DROP_PROBES_US
+        ):
+            self.last_drop_probe_us = now_us
+            self._initiate(now_us, [suggested], False, "drop")
 
     def process(self, now_us: int, alr_start_us: int | None) -> None:
         """Periodic work (libwebrtc: ``Process``; here at every frame tick)."""
