@@ -103,10 +103,18 @@ test-all: setup browser cxx
 bench: setup cxx
 	$(VENV)/bin/octoric bench --write docs/benchmarks.md
 
-# the OCC paper's comparison on every Mahimahi trace (docs/occ.md); EVAL_ARGS adds options
+# the OCC paper's comparison on every Mahimahi trace and the PHY routes, then on traces the
+# project was never tuned on: the 5G production dataset's driving downloads as Mahimahi traces
+# (docs/eval-occ.md); EVAL_ARGS adds options
 EVAL_TRACES ?= ../shared/traces/mahimahi
-eval: setup
-	$(VENV)/bin/octoric eval occ --traces $(EVAL_TRACES) --json build/occ-eval/results.json $(EVAL_ARGS)
+RACA_ZIP ?= ../shared/traces/5g-raca/5G-production-dataset.zip
+RACA_TRACES = build/traces/raca-5g-driving
+$(RACA_TRACES)/.done: $(RACA_ZIP)
+	$(VENV)/bin/octoric sim mahimahi-from-csv $(RACA_ZIP) --match Download/Driving --out $(RACA_TRACES)
+	touch $@
+eval: setup $(RACA_TRACES)/.done
+	$(VENV)/bin/octoric eval occ --traces $(EVAL_TRACES) --seeds 3 --json build/occ-eval/results.json --plots docs/ $(EVAL_ARGS)
+	$(VENV)/bin/octoric eval occ --traces $(RACA_TRACES) --no-contention --routes --seeds 3 --json build/occ-eval-raca/results.json $(EVAL_ARGS)
 	$(VENV)/bin/octoric eval dumbo --out docs/eval-dumbo.md
 	$(VENV)/bin/octoric eval morc --out docs/eval-morc.md
 	$(VENV)/bin/octoric eval ton22 --out docs/eval-ton22.md

@@ -8,16 +8,18 @@ import statistics
 from typing import Any
 
 
-def claim_row(text: str, paper: str, ratios: list[float], expected: float) -> dict[str, Any]:
+def claim_row(text: str, paper: str, ratios: list[float], expected: float,
+              direction_only: bool = False) -> dict[str, Any]:  # fmt: skip
     """``ratios``: the measured ratio per seed (ours / the baseline, as the claim reads);
     ``expected``: the paper's. The direction holds when every seed's ratio is on the paper's
     side of 1; the claim holds when the mean effect |ratio - 1| is also at least half the
-    paper's. Infinite ratios (a side that never converged) count for the direction only."""
+    paper's. Infinite ratios (a side that never converged) count for the direction only.
+    ``direction_only``: the paper states a direction, no figure (``expected`` gives the side)."""
     up = expected > 1
     direction = all((x > 1) if up else (x < 1) for x in ratios)
     finite = [x for x in ratios if math.isfinite(x)]
     mean = statistics.fmean(finite) if finite else math.inf
-    big_enough = abs(mean - 1) >= 0.5 * abs(expected - 1)
+    big_enough = direction_only or abs(mean - 1) >= 0.5 * abs(expected - 1)
     verdict = ("holds" if direction and big_enough
                else "direction holds, the effect is under half the paper's" if direction
                else "does not hold")  # fmt: skip

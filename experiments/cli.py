@@ -67,7 +67,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     o.add_argument(
         "--occ-set", action="append", default=[], metavar="KEY=VALUE",
         help="change an OCC engine parameter for the occ runs (OccConfig field, e.g. "
-        "outage_fallback=false for Eq. (5) exactly as written; repeatable)",
+        "outage_fallback=true; repeatable; occ runs start from the paper's configuration, "
+        "occ-ext from the xApp's defaults)",
     )  # fmt: skip
     o.add_argument(
         "--timeseries", action="append", default=[], metavar="NAME",
@@ -75,12 +76,32 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "latency; default settings vs Eq. (5) as written; 60 s) into --plots (repeatable)",
     )  # fmt: skip
     o.add_argument(
-        "--scheme", action="append", choices=("occ", "gcc", "pbe"), metavar="NAME",
-        help="only these schemes (occ, gcc, pbe; repeatable; default all three)",
+        "--scheme", action="append", choices=("occ", "gcc", "pbe", "occ-ext"), metavar="NAME",
+        help="only these schemes (occ: OCC as the paper specifies it; gcc; pbe; occ-ext: OCC "
+        "with the project's extensions, an ablation; repeatable; default all four)",
     )  # fmt: skip
     o.add_argument(
         "--no-contention", action="store_true", help="skip the multi-UE contention scenario"
     )
+    o.add_argument(
+        "--routes", nargs="*", default=None, metavar="ROUTE",
+        help="the OCC paper's PHY routes to run on a 51-PRB cell (default: good blockage "
+        "poor; none: --routes with no name)",
+    )  # fmt: skip
+    o.add_argument(
+        "--seeds", type=int, default=1, metavar="N",
+        help="seeds per case (--seed .. --seed + N - 1; the claims table's spread; default 1)",
+    )  # fmt: skip
+    o.add_argument(
+        "--video", choices=("webrtc", "lag"), default="webrtc",
+        help="the senders' video: webrtc (the paper's: x264 in a 4-frame VBV, key frames "
+        "every 3000 frames, 25 fps; default) or lag (issue #7's first model)",
+    )  # fmt: skip
+    o.add_argument(
+        "--content", choices=("hdr", "lecture"), default="hdr",
+        help="the paper's video: 2K HDR (13.9 Mbit/s, default) or lecture (7.6 Mbit/s): the "
+        "encoder's cap (webrtc video only)",
+    )  # fmt: skip
     o.set_defaults(func=_cmd_occ)
 
     h = sub.add_parser(
@@ -159,16 +180,19 @@ def traces_dir(arg: str | None) -> Path:
 def _cmd_occ(args: argparse.Namespace) -> int:
     from octoric.experiments import occ_eval as ev
 
-    cases = ev.find_cases(traces_dir(args.traces), contention=not args.no_contention)
+    routes = tuple(ev.ROUTES if args.routes is None else args.routes)
+    cases = ev.find_cases(traces_dir(args.traces), contention=not args.no_contention,
+                          routes=routes)  # fmt: skip
     if args.only:
         known = {c.name for c in cases}
         missing = sorted(set(args.only) - known)
         if missing:
             raise ev.EvalError(f"--only: no trace {', '.join(missing)} in {args.traces}")
-        cases = [c for c in cases if c.name in args.only or c.name == ev.CONTENTION]
+        cases = [c for c in cases if c.name in args.only or c.trace is None]
     if args.quick:
         first = min((c.name for c in cases if c.trace is not None), default=None)
-        cases = [c for c in cases if c.name in (first, ev.CONTENTION)]
+        route = next((c.name for c in cases if c.group == "routes"), None)
+        cases = [c for c in cases if c.name in (first, ev.CONTENTION, route)]
         args.duration = min(args.duration, 10.0)
     unknown = sorted(set(args.timeseries) - {c.name for c in cases if c.trace is not None})
     if unknown:
@@ -181,15 +205,22 @@ def _cmd_occ(args: argparse.Namespace) -> int:
         csi_period_ms=args.csi_period_ms,
         smooth_ms=args.smooth_ms,
         occ_overrides=ev.parse_occ_set(args.occ_set),
+        video=args.video,
+        content=args.content,
     )
     schemes = tuple(dict.fromkeys(args.scheme)) if args.scheme else ev.SCHEMES
     results = ev.run_all(
-        cases, args.duration, args.seed, schemes, progress=ev.progress_to_stderr, opts=opts
-    )
+        cases, args.duration, args.seed, schemes, progress=ev.progress_to_stderr, opts=opts,
+        seeds=args.seeds,
+    )  # fmt: skip
     out = Path(args.json)
     meta = {
         "duration_s": args.duration,
         "seed": args.seed,
+        "seeds": args.seeds,
+        "video": args.video,
+        "content": args.content,
+        "routes": list(routes),
         "csi_period_ms": args.csi_period_ms,
         "smooth_ms": args.smooth_ms,
         "occ_set": args.occ_set,
@@ -197,8 +228,13 @@ def _cmd_occ(args: argparse.Namespace) -> int:
         "wall_seconds": round(time.monotonic() - t0, 1),
         "aggregation": "latency and stall rate over every flow's frames; bitrates mean per flow",
     }
+    meta["claims"] = ev.claims(results, cases)
     ev.write_json(results, out, meta)
+    from octoric.experiments.claims import claims_table
+
     table = ev.markdown_table(results)
+    if meta["claims"]:
+        table += "\n" + "\n".join(claims_table(meta["claims"])) + "\n"
     md = out.with_suffix(".md")
     md.write_text(table)
     print(table)

@@ -17,7 +17,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,20 @@ import numpy as np
 
 from octoric.errors import OctoricError
 
-SCHEMES = ("occ", "gcc", "pbe")
+# ``occ`` is OCC as the paper specifies it (Eq. 5 exactly: the extensions below off);
+# ``occ-ext`` is the xApp's default configuration with the project's extensions on
+# (``outage_fallback``, ``probe_bypasses_min``: docs/occ.md), reported as an ablation
+SCHEMES = ("occ", "gcc", "pbe", "occ-ext")
+OCC_SCHEMES = ("occ", "occ-ext")
+PAPER_OCC = (("outage_fallback", False), ("probe_bypasses_min", False))
 CONTENTION = "multi-ue-contention"
 STALL_MS = 150.0
+# the OCC paper's three over-the-air routes (§6.1, Fig. 12) as the simulator models them
+ROUTES = ("good", "blockage", "poor")
+# §6.1's videos: 25 fps, average bitrates 13.9 (2K HDR) and 7.6 Mbit/s (1080p lecture): the
+# content caps what the encoder can produce
+CONTENT_MBPS = {"hdr": 13.9, "lecture": 7.6}
+PAPER_FPS = 25.0
 
 
 class EvalError(OctoricError):
@@ -51,6 +62,11 @@ class EvalResult:
     stall_rate: float | None
     valid_bitrate_kbps: float
     frame_bitrate_kbps: float
+    # issue #20: the paper's headline metric (one-way network latency of every packet that
+    # arrived, sender pacer -> receiver) and the share of the channel's capacity delivered
+    network_latency_ms: Latency = field(default_factory=lambda: Latency(None, None, None))
+    utilization: float | None = None
+    seed: int = 1
     # context for reading the row (not part of the required schema)
     flows: int = 1
     frames_decoded: int = 0
@@ -72,17 +88,41 @@ class EvalResult:
 @dataclass
 class EvalCase:
     name: str
-    trace: Path | None  # None: the contention scenario
+    trace: Path | None  # None: a built-in scenario (``scenario``)
+    scenario: str = "multi-ue"  # the simulator's built-in scenario when ``trace`` is None
+
+    @property
+    def group(self) -> str:
+        """How the claims table groups cases: Mahimahi traces, PHY routes, contention."""
+        if self.trace is not None:
+            return "traces"
+        return "routes" if self.scenario.startswith("route:") else "contention"
 
 
-def find_cases(traces: Path, contention: bool = True) -> list[EvalCase]:
+def find_cases(
+    traces: Path | None, contention: bool = True, routes: tuple[str, ...] = ()
+) -> list[EvalCase]:
+    """The traces of a folder (None: none), the contention cell, then the PHY routes."""
+    cases: list[EvalCase] = []
+    if traces is not None:
+        cases = _trace_cases(traces)
+    if contention:
+        cases.append(EvalCase(CONTENTION, None))
+    from octoric.sim.channels.route import ROUTES as KNOWN
+
+    for r in routes:
+        if r not in KNOWN:
+            raise EvalError(f"--routes: unknown route {r!r} (known: {', '.join(KNOWN)})")
+        cases.append(EvalCase(f"route-{r}", None, f"route:{r}"))
+    return cases
+
+
+def _trace_cases(traces: Path) -> list[EvalCase]:
     if not traces.is_dir():
         raise EvalError(f"--traces {traces}: not a folder")
     cases = [EvalCase(p.name.removesuffix(".down"), p) for p in sorted(traces.glob("*.down"))]
     if not cases:
         raise EvalError(f"--traces {traces}: no Mahimahi traces (*.down) in it")
-    if contention:
-        cases.append(EvalCase(CONTENTION, None))
     return cases
 
 
@@ -99,8 +139,17 @@ class EvalOptions:
     csi_period_ms: int = 20
     smooth_ms: int = 0
     occ_overrides: tuple[tuple[str, Any], ...] = ()
+    # the sender's video: "webrtc" (the paper's: WebRTC with x264 in a 4-frame VBV, key frames
+    # every 3000 frames, 25 fps, the content's bitrate as the encoder's cap) or "lag" (issue
+    # #7's first model: 30 fps, 100 ms lag, an I-frame every 10 s, no cap)
+    video: str = "webrtc"
+    content: str = "hdr"
 
     def __post_init__(self) -> None:
+        if self.video not in ("webrtc", "lag"):
+            raise EvalError(f"--video {self.video!r}: want webrtc or lag")
+        if self.content not in CONTENT_MBPS:
+            raise EvalError(f"--content {self.content!r}: want {' or '.join(CONTENT_MBPS)}")
         if self.csi_period_ms < 0:
             raise EvalError("--csi-period-ms must be >= 0")
         if self.smooth_ms < 0:
@@ -152,8 +201,9 @@ def parse_occ_set(items: list[str]) -> tuple[tuple[str, Any], ...]:
 
 def _scenario(case: EvalCase, scheme: str, duration_s: float, opts: EvalOptions) -> Any:
     from octoric.sim.scenario import load
+    from octoric.sim.video import VideoConfig, webrtc_video
 
-    sc = load(f"trace:{case.trace}" if case.trace is not None else "multi-ue")
+    sc = load(f"trace:{case.trace}" if case.trace is not None else case.scenario)
     sc.name = case.name
     sc.duration_s = duration_s
     sc.abw_source = "occ-engine"  # only `occ` flows read it: never the stand-in
@@ -162,7 +212,11 @@ def _scenario(case: EvalCase, scheme: str, duration_s: float, opts: EvalOptions)
             ue.channel.csi_period_ms = opts.csi_period_ms
         for f in ue.flows:
             f.traffic = "video"
-            f.scheme = scheme
+            f.scheme = "occ" if scheme in OCC_SCHEMES else scheme
+            f.video = (
+                webrtc_video(fps=PAPER_FPS, max_bps=CONTENT_MBPS[opts.content] * 1e6)
+                if opts.video == "webrtc" else VideoConfig()
+            )  # fmt: skip
     return sc
 
 
@@ -202,6 +256,8 @@ def _engine(case: EvalCase, scheme: str, duration_s: float, seed: int, opts: Eva
 
     eng = Engine(_scenario(case, scheme, duration_s, opts), seed)
     if scheme == "occ":
+        _reconfigure_occ(eng, PAPER_OCC + opts.occ_overrides)
+    elif scheme == "occ-ext":
         _reconfigure_occ(eng, opts.occ_overrides)
     if opts.smooth_ms > 1:
         smooth_traces(eng, opts.smooth_ms)
@@ -225,20 +281,24 @@ def run_case(
     if not flows:
         raise EvalError(f"{case.name}: the scenario has no video flows")
     lat: list[float] = []
+    net: list[float] = []
     queued: list[np.ndarray] = []
     for f in eng.flows:
         if f.receiver is not None:
             lat.extend(f.receiver.frame_latency_ms)
+            net.extend(f.receiver.net_latency_ms)
         if f.sender is not None:
             sent = np.asarray(f.sender.frames.sent_us, dtype=np.float64)
             enc = np.asarray(f.sender.frames.enc_us, dtype=np.float64)
             queued.append((sent - enc)[sent >= 0] / 1000.0)
     a = np.asarray(lat, dtype=np.float64)
+    n = np.asarray(net, dtype=np.float64)
     q = np.concatenate(queued) if queued else np.zeros(0)
+    utils = [u["utilization"] for u in res.summary["ues"] if u.get("utilization") is not None]
     sim_s = float(res.summary["sim_seconds"])
     caps = [u["capacity_bytes"] * 8 / sim_s / 1000.0 for u in res.summary["ues"]]
     src = {f.get("abw_source") for f in flows}
-    if scheme == "occ" and src != {"occ-engine"}:
+    if scheme in OCC_SCHEMES and src != {"occ-engine"}:
         raise EvalError(f"{case.name}: occ flows did not use the OCC engine ({src})")
     return EvalResult(
         trace=case.name,
@@ -247,6 +307,9 @@ def run_case(
         stall_rate=round(float((a > STALL_MS).mean()), 4) if a.size else None,
         valid_bitrate_kbps=round(float(np.mean([f["valid_bitrate_kbps"] for f in flows])), 1),
         frame_bitrate_kbps=round(float(np.mean([f["frame_bitrate_kbps"] for f in flows])), 1),
+        network_latency_ms=Latency(_pct(n, 50), _pct(n, 95), _pct(n, 99)),
+        utilization=round(float(np.mean(utils)), 4) if utils else None,
+        seed=seed,
         flows=len(flows),
         frames_decoded=int(a.size),
         capacity_kbps=round(float(np.mean(caps)), 1),
@@ -265,24 +328,31 @@ def run_all(
     schemes: tuple[str, ...] = SCHEMES,
     progress: Callable[[str], None] | None = None,
     opts: EvalOptions = EvalOptions(),
+    seeds: int = 1,
 ) -> list[EvalResult]:
+    """Every case x scheme x seed (``seed`` .. ``seed + seeds - 1``), the same seed for every
+    scheme of a case."""
     if duration_s <= 0:
         raise EvalError("--duration must be > 0")
+    if seeds < 1:
+        raise EvalError("--seeds must be >= 1")
     out: list[EvalResult] = []
-    n = len(cases) * len(schemes)
+    n = len(cases) * len(schemes) * seeds
     for case in cases:
-        for scheme in schemes:
-            if progress:
-                progress(f"[eval] {len(out) + 1}/{n} {case.name} {scheme} ({duration_s:g} s) ...")
-            t0 = time.monotonic()
-            r = run_case(case, scheme, duration_s, seed, opts)
-            out.append(r)
-            if progress:
-                progress(
-                    f"[eval] {len(out)}/{n} {case.name} {scheme}: p99 "
-                    f"{r.frame_latency_ms.p99} ms, valid {r.valid_bitrate_kbps:.0f} kbit/s "
-                    f"({time.monotonic() - t0:.1f} s)"
-                )
+        for sd in range(seed, seed + seeds):
+            for scheme in schemes:
+                tag = f"{case.name} {scheme} seed {sd}"
+                if progress:
+                    progress(f"[eval] {len(out) + 1}/{n} {tag} ({duration_s:g} s) ...")
+                t0 = time.monotonic()
+                r = run_case(case, scheme, duration_s, sd, opts)
+                out.append(r)
+                if progress:
+                    progress(
+                        f"[eval] {len(out)}/{n} {tag}: network p99 "
+                        f"{r.network_latency_ms.p99} ms, frame {r.frame_bitrate_kbps:.0f} "
+                        f"kbit/s ({time.monotonic() - t0:.1f} s)"
+                    )
     return out
 
 
@@ -292,19 +362,76 @@ def _f(v: float | None, nd: int = 1) -> str:
 
 def markdown_table(results: list[EvalResult]) -> str:
     lines = [
-        "| trace | scheme | p50 ms | p95 ms | p99 ms | stall rate | valid kbit/s | "
-        "frame kbit/s | capacity kbit/s | at sender p95 ms |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| trace | scheme | seed | net p50 ms | net p99 ms | frame p50 ms | frame p95 ms | "
+        "frame p99 ms | stall rate | valid kbit/s | frame kbit/s | capacity kbit/s | "
+        "utilization | at sender p95 ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        lat = r.frame_latency_ms
+        lat, net = r.frame_latency_ms, r.network_latency_ms
+        util = "—" if r.utilization is None else f"{100 * r.utilization:.0f}%"
         lines.append(
-            f"| {r.trace} | {r.scheme} | {_f(lat.p50)} | {_f(lat.p95)} | {_f(lat.p99)} | "
+            f"| {r.trace} | {r.scheme} | {r.seed} | {_f(net.p50)} | {_f(net.p99)} | "
+            f"{_f(lat.p50)} | {_f(lat.p95)} | {_f(lat.p99)} | "
             f"{_f(None if r.stall_rate is None else 100 * r.stall_rate)}% | "
             f"{r.valid_bitrate_kbps:.0f} | {r.frame_bitrate_kbps:.0f} | {r.capacity_kbps:.0f} | "
-            f"{_f(r.sender_queue_ms.p95)} |"
+            f"{util} | {_f(r.sender_queue_ms.p95)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+# OCC §6.2 / Fig. 13: tail network latency -13..-68 % against GCC with 1.2-3.5x the frame
+# bitrate; the verdict rule (experiments/claims.py) weighs the measured mean against the
+# middle of each range (-40.5 %, 2.35x); PBE-CC sits between (OCC's tail below PBE-CC's).
+PAPER_LATENCY_RATIO = 1 - 0.405
+PAPER_BITRATE_RATIO = 2.35
+
+
+def claims(results: list[EvalResult], cases: list[EvalCase]) -> list[dict[str, Any]]:
+    """The OCC paper's headline claims per group of cases (routes, traces, contention): the
+    ratios per (case, seed) of OCC to GCC (and to PBE-CC) on the paper's metrics."""
+    from octoric.experiments.claims import claim_row
+
+    group = {c.name: c.group for c in cases}
+    by: dict[tuple[str, int], dict[str, EvalResult]] = {}
+    for r in results:
+        by.setdefault((r.trace, r.seed), {})[r.scheme] = r
+    rows: list[dict[str, Any]] = []
+    for g in ("routes", "traces", "contention"):
+        lat: list[float] = []
+        bit: list[float] = []
+        pbe: list[float] = []
+        for (trace, _), rs in by.items():
+            if group.get(trace) != g or "occ" not in rs:
+                continue
+            o = rs["occ"]
+            if "gcc" in rs and o.network_latency_ms.p99 and rs["gcc"].network_latency_ms.p99:
+                lat.append(o.network_latency_ms.p99 / rs["gcc"].network_latency_ms.p99)
+                if rs["gcc"].frame_bitrate_kbps > 0:
+                    bit.append(o.frame_bitrate_kbps / rs["gcc"].frame_bitrate_kbps)
+            if "pbe" in rs and o.network_latency_ms.p99 and rs["pbe"].network_latency_ms.p99:
+                pbe.append(o.network_latency_ms.p99 / rs["pbe"].network_latency_ms.p99)
+        if lat:
+            rows.append(claim_row(f"{g}: p99 network latency, OCC / GCC",
+                                  "0.32-0.87x (-13..-68 %)", lat, PAPER_LATENCY_RATIO))  # fmt: skip
+        if bit:
+            rows.append(claim_row(f"{g}: frame bitrate, OCC / GCC", "1.2-3.5x", bit,
+                                  PAPER_BITRATE_RATIO))  # fmt: skip
+        if pbe:
+            rows.append(claim_row(f"{g}: p99 network latency, OCC / PBE-CC",
+                                  "< 1 (PBE-CC between GCC and OCC)", pbe, 0.9,
+                                  direction_only=True))  # fmt: skip
+        ext = [
+            rs["occ-ext"].network_latency_ms.p99 / rs["gcc"].network_latency_ms.p99
+            for (trace, _), rs in by.items()
+            if group.get(trace) == g and "occ-ext" in rs and "gcc" in rs
+            and rs["occ-ext"].network_latency_ms.p99 and rs["gcc"].network_latency_ms.p99
+        ]  # fmt: skip
+        if ext:
+            rows.append(claim_row(f"{g}: p99 network latency, OCC with extensions / GCC "
+                                  "(ablation)", "0.32-0.87x (-13..-68 %)", ext,
+                                  PAPER_LATENCY_RATIO))  # fmt: skip
+    return rows
 
 
 def write_json(results: list[EvalResult], out: Path, meta: dict[str, Any]) -> None:
@@ -316,7 +443,8 @@ def write_json(results: list[EvalResult], out: Path, meta: dict[str, Any]) -> No
 
 
 def write_plots(results: list[EvalResult], folder: Path, prefix: str = "occ-eval") -> list[Path]:
-    """One latency CDF per trace, and one bar chart (p95/p99, valid bitrate) per scheme."""
+    """One latency CDF per trace, and one bar chart (p95/p99, valid bitrate) per scheme, of
+    the first seed's runs."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -324,9 +452,12 @@ def write_plots(results: list[EvalResult], folder: Path, prefix: str = "occ-eval
 
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
+    first = min((r.seed for r in results), default=1)
+    results = [r for r in results if r.seed == first]  # one run per case and scheme
     traces = list(dict.fromkeys(r.trace for r in results))
     schemes = list(dict.fromkeys(r.scheme for r in results))
-    colors = {"occ": "tab:green", "gcc": "tab:blue", "pbe": "tab:orange"}
+    colors = {"occ": "tab:green", "gcc": "tab:blue", "pbe": "tab:orange",
+              "occ-ext": "tab:olive"}  # fmt: skip
     for tr in traces:
         fig, ax = plt.subplots(figsize=(5.5, 3.6))
         for r in (r for r in results if r.trace == tr):
@@ -386,9 +517,10 @@ class OccVariant:
 
 
 TIMESERIES_VARIANTS = (
-    OccVariant("OCC (default: outage_fallback)"),
-    OccVariant("OCC, Eq. (5) as written", (("outage_fallback", False),)),
-)
+    OccVariant("OCC as the paper (Eq. 5)"),
+    OccVariant("OCC with the extensions (occ-ext)",
+               (("outage_fallback", True), ("probe_bypasses_min", True))),
+)  # fmt: skip
 
 
 def write_timeseries_plot(
@@ -414,7 +546,7 @@ def write_timeseries_plot(
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 5.5), sharex=True)
     shaded = False
     for k, v in enumerate(variants):
-        vopts = EvalOptions(opts.csi_period_ms, opts.smooth_ms, opts.occ_overrides + v.overrides)
+        vopts = replace(opts, occ_overrides=opts.occ_overrides + v.overrides)
         eng = _engine(case, "occ", duration_s, seed, vopts)
         eng.run()
         mc = eng.channels[0]

@@ -111,6 +111,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     sch.add_argument("--json", action="store_true", help="one JSON list instead of a table")
     sch.set_defaults(func=_cmd_schemes)
+    conv = sub.add_parser(
+        "mahimahi-from-csv",
+        help="write Mahimahi traces (*.down) from per-second throughput logs (e.g. the 5G "
+        "production dataset's DL_bitrate)",
+    )
+    conv.add_argument("inputs", nargs="+", metavar="CSV",
+                      help="a CSV, or ARCHIVE.zip (every CSV in it whose path contains "
+                      "--match), or ARCHIVE.zip::MEMBER.csv")  # fmt: skip
+    conv.add_argument("--out", required=True, metavar="DIR", help="folder for the .down files")
+    conv.add_argument("--column", default="DL_bitrate", help="throughput column, kbit/s")
+    conv.add_argument("--match", default="", help="with a .zip: only members containing this")
+    conv.add_argument("--row-ms", type=int, default=1000, help="time one row covers (ms)")
+    conv.set_defaults(func=_cmd_mahimahi_from_csv)
 
     def _help(args: argparse.Namespace) -> int:
         p.print_help()
@@ -355,4 +368,36 @@ def _cmd_live(args: argparse.Namespace) -> int:
         f"{sum(n['indications'] for n in summary['live']['nodes'])} indications sent",
         file=sys.stderr,
     )
+    return 0
+
+
+def _cmd_mahimahi_from_csv(args: argparse.Namespace) -> int:
+    import zipfile
+
+    from octoric.sim.channels.traces import mahimahi_from_rates, read_rate_csv
+    from octoric.sim.errors import TraceError
+
+    sources: list[str] = []
+    for item in args.inputs:
+        if item.endswith(".zip"):
+            try:
+                with zipfile.ZipFile(item) as z:
+                    names = sorted(n for n in z.namelist() if n.endswith(".csv")
+                                   and "__MACOSX" not in n and args.match in n)  # fmt: skip
+            except (OSError, zipfile.BadZipFile) as e:
+                raise TraceError(f"cannot read archive: {e}", item) from e
+            if not names:
+                raise TraceError(f"no CSV in the archive matches {args.match!r}", item)
+            sources.extend(f"{item}::{n}" for n in names)
+        else:
+            sources.append(item)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for src in sources:
+        kbps = read_rate_csv(src, args.column)
+        stamps = mahimahi_from_rates(kbps, args.row_ms)
+        name = Path(src.split("::")[-1]).stem + ".down"
+        (out / name).write_text("".join(f"{t}\n" for t in stamps))
+        mean = float(kbps.mean()) / 1000
+        print(f"{out / name}: {len(kbps)} rows, mean {mean:.1f} Mbit/s, {len(stamps)} packets")
     return 0

@@ -309,6 +309,7 @@ class Engine:
         sender.record_sent = ctrl.wants_sent
         recv = VideoReceiver(sender.msgs, sender.frames)
         recv.want_feedback = ctrl.wants_feedback
+        recv.request_keyframes = spec.video.keyframe_on_loss
         f = FlowState(
             idx, ue, spec, ctrl, sender, recv, self._path(spec),
             frame_us=round(1e6 / spec.video.fps), fb_us=int(spec.feedback_ms * 1000),
@@ -317,7 +318,7 @@ class Engine:
         self.flows.append(f)
         t0 = int(spec.start_s * 1e6)
         self._push(t0, EV_FRAME, f)
-        if ctrl.wants_feedback:
+        if ctrl.wants_feedback or spec.video.keyframe_on_loss:  # RTCP: feedback, PLI
             self._push(t0 + f.fb_us, EV_FB_SEND, f)
         return f
 
@@ -507,12 +508,15 @@ class Engine:
             if f.spec.uplink_held_in_handover and self.ues[f.ue].cell < 0:
                 f.feedback_held += 1  # no uplink while detached: it keeps and goes later
             else:
-                self._push(t + f.ul_delay_us, EV_FB_RECV, (f, f.receiver.take_feedback()))
+                self._push(t + f.ul_delay_us, EV_FB_RECV, (f, f.receiver.take_feedback(t)))
             self._push(t + f.fb_us, EV_FB_SEND, f)
         elif kind == EV_FB_RECV:
             f, batch = arg
             assert f.ctrl is not None
-            f.ctrl.on_feedback(t, batch)
+            if batch.pli and f.sender is not None:
+                f.sender.request_keyframe()
+            if f.ctrl.wants_feedback:
+                f.ctrl.on_feedback(t, batch)
         elif kind == EV_HO_START:
             self._ho_start(arg, t)
         elif kind == EV_HO_END:

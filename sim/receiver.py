@@ -21,6 +21,12 @@ class FeedbackBatch:
     send_us: list[int] = field(default_factory=list)
     recv_us: list[int] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
+    pli: bool = False  # a key frame request (RTCP PLI, RFC 4585 §6.3.1)
+
+
+# libwebrtc's VideoReceiveStream2 asks for a key frame when no frame has been decodable for
+# 200 ms while one is needed (kMaxWaitForKeyFrame), and repeats the request at that interval
+PLI_WAIT_US = 200_000
 
 
 class VideoReceiver:
@@ -42,6 +48,12 @@ class VideoReceiver:
         self.received_bytes = 0
         self.fb = FeedbackBatch()
         self.want_feedback = True  # off when the sender's scheme reads no feedback
+        # key frame requests (``VideoConfig.keyframe_on_loss``): complete messages waiting
+        # for a reference, since when; the last request
+        self.request_keyframes = False
+        self.waiting_since: dict[int, int] = {}
+        self.last_pli_us = -PLI_WAIT_US
+        self.plis = 0
 
     def _grow(self, m: int) -> None:
         n = m + 1 - len(self.got)
@@ -78,8 +90,14 @@ class VideoReceiver:
             missing = [d for d in mt.deps[x] if d >= len(dec) or dec[d] < 0]
             if missing:
                 self.waiters.setdefault(missing[0], []).append(x)
+                if self.request_keyframes:
+                    self.waiting_since.setdefault(x, now_us)
                 continue
             dec[x] = now_us
+            if self.request_keyframes:
+                self.waiting_since.pop(x, None)
+                if not mt.deps[x]:  # an I-frame: what waits from before it never decodes
+                    self._forget_before(x)
             self._on_decoded(x, now_us)
             w = self.waiters.pop(x, None)
             if w:
@@ -101,9 +119,31 @@ class VideoReceiver:
                     self.aoi_ms.append((now_us - self.frames.enc_us[self.latest_frame]) / 1000.0)
                 self.latest_frame = f
 
-    def take_feedback(self) -> FeedbackBatch:
+    def _forget_before(self, m: int) -> None:
+        """Drop the waits of messages older than the I-frame ``m`` (as libwebrtc's frame
+        buffer drops frames older than a decoded key frame)."""
+        self.waiting_since = {x: t for x, t in self.waiting_since.items() if x > m}
+        kept: dict[int, list[int]] = {}
+        for ref, xs in self.waiters.items():
+            newer = [x for x in xs if x > m]
+            if newer:
+                kept[ref] = newer
+        self.waiters = kept
+
+    def take_feedback(self, now_us: int = 0) -> FeedbackBatch:
+        """The feedback since the last call; with key frame requests on, it carries a PLI
+        when a complete message has waited >= 200 ms for a reference (at most one per
+        200 ms)."""
         fb = self.fb
         self.fb = FeedbackBatch()
+        if (
+            self.waiting_since
+            and now_us - self.last_pli_us >= PLI_WAIT_US
+            and now_us - min(self.waiting_since.values()) >= PLI_WAIT_US
+        ):
+            fb.pli = True
+            self.last_pli_us = now_us
+            self.plis += 1
         return fb
 
     def undecodable_complete(self) -> int:

@@ -134,6 +134,8 @@ def build_summary(eng: Engine, wall_seconds: float) -> dict[str, Any]:
                 "wired_lost_packets": f.wired_lost_pkts,
                 "feedback_held": f.feedback_held,
                 "undecodable_messages": r.undecodable_complete(),
+                "keyframe_requests": r.plis,  # PLIs sent (``video.keyframe_on_loss``)
+                "keyframes_on_request": snd.keyframes_requested,
             })  # fmt: skip
         if f.tx is not None and f.sender is not None:  # video on the packet-level transport
             sent = f.tx.media_bytes + f.tx.padding_bytes

@@ -44,6 +44,10 @@ class VideoConfig:
     octopus: bool = False  # mark packets with the Octopus header
     min_bps: float = 50e3
     max_bps: float = 200e6
+    # the receiver asks for a key frame (RTCP PLI) when decoding is stuck on a lost reference,
+    # and the sender's next frame is one (WebRTC; sim/receiver.py). Off: a loss leaves the
+    # frames that depend on it undecodable until the next GoP
+    keyframe_on_loss: bool = False
 
 
 # libwebrtc's default key frame interval for VP8, VP9 and H.264 (VideoEncoder::
@@ -54,8 +58,12 @@ WEBRTC_KEY_FRAME_INTERVAL = 3000
 def webrtc_video(**overrides: Any) -> VideoConfig:
     """The video of a WebRTC sender as the OCC paper ran it (§6: WebRTC with libx264): the
     x264-like encoder inside a VBV buffer of 4 frames, libwebrtc's key frame interval of 3000
-    frames (100 s at 30 fps). GCC, OCC and PBE comparisons use it on both sides."""
-    cfg: dict[str, Any] = {"encoder": "x264", "vbv_frames": 4.0, "gop": WEBRTC_KEY_FRAME_INTERVAL}
+    frames (100 s at 30 fps), and a key frame on the receiver's request (PLI) when a loss
+    stops decoding. GCC, OCC and PBE comparisons use it on both sides."""
+    cfg: dict[str, Any] = {
+        "encoder": "x264", "vbv_frames": 4.0, "gop": WEBRTC_KEY_FRAME_INTERVAL,
+        "keyframe_on_loss": True,
+    }  # fmt: skip
     cfg.update(overrides)
     return VideoConfig(**cfg)
 
@@ -193,6 +201,9 @@ class VideoSender:
         self.sent_bytes = 0  # encoded (media) bytes
         self.padding_bytes = 0  # probe padding bytes sent
         self.skipped_frames = 0  # frames the encoder skipped (``skip_frame``)
+        self.gop_start = 0  # frame index of the current GoP's I-frame
+        self.key_requested = False  # a key frame request (PLI) waits for the next frame
+        self.keyframes_requested = 0  # requests that started a new GoP
         self.probes: deque[_ActiveProbe] = deque()  # clusters to send, the first is active
         self.record_sent = False  # keep a SentBatch for the rate controller (``take_sent``)
         self.sent_log = SentBatch()
@@ -221,7 +232,11 @@ class VideoSender:
         Returns the target, clamped to the configured range."""
         cfg = self.cfg
         f = len(self.frames.enc_us)
-        j = f % self.enc.gop
+        if self.key_requested:  # PLI: this frame starts a GoP
+            self.key_requested = False
+            self.gop_start = f
+            self.keyframes_requested += 1
+        j = (f - self.gop_start) % self.enc.gop
         target = min(max(target_bps, cfg.min_bps), cfg.max_bps)
         msgs: list[tuple[int, tuple[int, ...], OctopusHeader | None, int]] = []
         mt = self.msgs
@@ -314,6 +329,11 @@ class VideoSender:
         p = self.pending.popleft()
         self.pending_bytes -= p.size
         return p
+
+    def request_keyframe(self) -> None:
+        """The receiver asked for a key frame (RTCP PLI): the next frame encoded is an I-frame
+        and starts a GoP (requests before it is encoded are one)."""
+        self.key_requested = True
 
     def skip_frame(self) -> None:
         """The encoder skips a frame (Dumbo's latency control: the media queue would take too

@@ -143,3 +143,66 @@ def read_cqi_csv(path: str | Path, column: str = "CQI") -> CqiTrace:
             last = x
         out[i] = last
     return CqiTrace(p, out, cells)
+
+
+def read_rate_csv(path: str | Path, column: str = "DL_bitrate") -> np.ndarray:
+    """Per-row throughput in kbit/s from a CSV with a header naming ``column`` (the 5G
+    production dataset's G-NetTrack logs: one row per second, ``DL_bitrate`` in kbit/s).
+    Rows with ``-`` hold the previous value; a leading gap takes the first value."""
+    p = str(path)
+    reader = csv.reader(io.StringIO(_open_csv(p)))
+    try:
+        names = [h.strip() for h in next(reader)]
+    except StopIteration:
+        raise TraceError("empty CSV (no header)", p, 1) from None
+    if column not in names:
+        raise TraceError(f"no {column!r} column in the header (found: {', '.join(names)})", p, 1)
+    ci = names.index(column)
+    values: list[float | None] = []
+    for lineno, row in enumerate(reader, 2):
+        if not row or all(not c.strip() for c in row):
+            continue
+        cell = row[ci].strip() if len(row) > ci else ""
+        if cell in ("-", ""):
+            values.append(None)
+            continue
+        try:
+            v = float(cell)
+        except ValueError:
+            raise TraceError(f"{column} must be a number, got {cell[:40]!r}", p, lineno) from None
+        if not v >= 0:
+            raise TraceError(f"{column} must be >= 0, got {cell[:40]!r}", p, lineno)
+        values.append(v)
+    known = [v for v in values if v is not None]
+    if not known:
+        raise TraceError(f"no {column} values in the trace", p)
+    out = np.empty(len(values), dtype=np.float64)
+    last = known[0]
+    for i, x in enumerate(values):
+        if x is not None:
+            last = x
+        out[i] = last
+    return out
+
+
+def mahimahi_from_rates(kbps: np.ndarray, row_ms: int = 1000) -> list[int]:
+    """Mahimahi delivery opportunities (ms timestamps of 1500-byte packets) that carry each
+    row's rate over its ``row_ms``, spread evenly within the row, the fraction of a packet
+    carried to the next row; the last timestamp is the trace's length (Mahimahi's loop
+    period), with one opportunity added there when the last row is silent."""
+    if row_ms <= 0:
+        raise TraceError("row_ms must be > 0", "<rates>")
+    stamps: list[int] = []
+    carry = 0.0
+    for row, rate in enumerate(np.asarray(kbps, dtype=np.float64)):
+        carry += rate * 1000.0 / 8.0 * row_ms / 1000.0 / MAHIMAHI_PACKET_BYTES
+        n = int(carry)
+        carry -= n
+        base = row * row_ms
+        stamps.extend(base + round((i + 1) * row_ms / n) for i in range(n))
+    end = len(kbps) * row_ms
+    if end <= 0:
+        raise TraceError("no rows", "<rates>")
+    if not stamps or stamps[-1] != end:
+        stamps.append(end)
+    return stamps

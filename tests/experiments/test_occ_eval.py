@@ -30,18 +30,23 @@ def test_eval_occ_writes_results_table_and_plots(
     out = tmp_path / "res" / "res.json"
     plots = out.parent  # plots go beside OUT unless --plots says otherwise
     args = ["eval", "occ", "--traces", str(traces), "--json", str(out), "--duration", "3",
-            "--timeseries", "synthetic"]  # fmt: skip
+            "--timeseries", "synthetic", "--routes", "blockage", "--seeds", "2"]  # fmt: skip
     assert main(args) == 0
     cap = capsys.readouterr()
-    assert "[eval] 6/6 multi-ue-contention pbe" in cap.err  # progress on stderr
-    assert "| synthetic | occ |" in cap.out  # the markdown table
+    assert "[eval] 24/24 route-blockage occ-ext seed 2" in cap.err  # progress on stderr
+    assert "| synthetic | occ | 1 |" in cap.out  # the markdown table
+    assert "| claim | paper | measured | verdict |" in cap.out  # and the paper's claims
 
     doc = json.loads(out.read_text())
     rows = doc["results"]
-    assert {(r["trace"], r["scheme"]) for r in rows} == {
-        (t, s) for t in ("synthetic", ev.CONTENTION) for s in ("occ", "gcc", "pbe")
-    }
+    cases = ("synthetic", ev.CONTENTION, "route-blockage")
+    assert sorted((r["trace"], r["scheme"], r["seed"]) for r in rows) == sorted(
+        (t, s, sd) for t in cases for s in ("occ", "gcc", "pbe", "occ-ext") for sd in (1, 2)
+    )
     for r in rows:
+        net = r["network_latency_ms"]  # issue #20: the paper's own metric, and utilization
+        assert net["p50"] is not None and net["p50"] <= net["p95"] <= net["p99"]
+        assert 0.0 < r["utilization"] <= 1.0
         assert set(r["frame_latency_ms"]) == {"p50", "p95", "p99"}
         lat = r["frame_latency_ms"]
         assert all(isinstance(lat[k], float) for k in lat)
@@ -50,13 +55,28 @@ def test_eval_occ_writes_results_table_and_plots(
         assert r["valid_bitrate_kbps"] >= 0 and r["frame_bitrate_kbps"] > 0
         assert r["valid_bitrate_kbps"] <= r["frame_bitrate_kbps"] * 1.01
     # occ rows ran the OCC xApp's engine, never the stand-in
-    assert {r["abw_source"] for r in rows if r["scheme"] == "occ"} == {"occ-engine"}
+    assert {r["abw_source"] for r in rows if r["scheme"] in ("occ", "occ-ext")} == {"occ-engine"}
     assert out.with_suffix(".md").read_text().startswith("| trace | scheme |")
+    # the claims table: one row per metric and group of cases, a ratio per (case, seed)
+    claims = {c["claim"]: c for c in doc["meta"]["claims"]}
+    assert set(claims) == {f"{g}: {m}" for g in ("traces", "contention", "routes") for m in (
+        "p99 network latency, OCC / GCC", "frame bitrate, OCC / GCC",
+        "p99 network latency, OCC / PBE-CC",
+        "p99 network latency, OCC with extensions / GCC (ablation)")}  # fmt: skip
+    assert all(c["seeds"] == 2 for c in claims.values())
+    by = {(r["trace"], r["scheme"], r["seed"]): r for r in rows}
+    want = np.mean([by["route-blockage", "occ", sd]["network_latency_ms"]["p99"]
+                    / by["route-blockage", "gcc", sd]["network_latency_ms"]["p99"]
+                    for sd in (1, 2)])  # fmt: skip
+    assert claims["routes: p99 network latency, OCC / GCC"]["measured_mean"] == pytest.approx(
+        want, abs=1e-3
+    )
 
     pngs = sorted(p.name for p in plots.glob("*.png"))
     assert pngs == [
         "occ-eval-bars.png",
         f"occ-eval-cdf-{ev.CONTENTION}.png",
+        "occ-eval-cdf-route-blockage.png",
         "occ-eval-cdf-synthetic.png",
         "occ-eval-timeseries-synthetic.png",
     ]
@@ -74,8 +94,9 @@ def test_eval_occ_quick_runs_one_trace_and_the_contention_cell(
     assert main(["eval", "occ", "--quick", "--traces", str(traces), "--json", str(out),
                  "--no-plots"]) == 0  # fmt: skip
     doc = json.loads(out.read_text())
-    assert {r["trace"] for r in doc["results"]} == {"a-trace", ev.CONTENTION}
+    assert {r["trace"] for r in doc["results"]} == {"a-trace", ev.CONTENTION, "route-good"}
     assert doc["meta"]["duration_s"] == 10.0
+    assert doc["meta"]["video"] == "webrtc" and doc["meta"]["content"] == "hdr"
 
 
 def test_eval_occ_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -97,6 +118,8 @@ def test_eval_occ_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         (["--csi-period-ms", "-1"], "--csi-period-ms must be >= 0"),
         (["--timeseries", "other"], "--timeseries: no trace other"),
         (["--timeseries", "synthetic", "--no-plots"], "--timeseries needs plots"),
+        (["--routes", "nope"], "--routes: unknown route 'nope'"),
+        (["--seeds", "0"], "--seeds must be >= 1"),
     ):
         assert main(base + extra) != 0
         assert msg in capsys.readouterr().err, extra
