@@ -285,7 +285,9 @@ class Gcc(RateController):
     # -- interface ----------------------------------------------------------------------
     def on_feedback(self, now_us: int, fb: FeedbackBatch) -> None:
         if not fb.seqs:
-            self._aimd(now_us, 0.0)
+            # nothing arrived since the last report (an outage): libwebrtc's receiver sends no
+            # transport feedback then, and DelayBasedBwe makes no update from an empty
+            # report, so the estimate holds (it used to climb blindly through outages)
             return
         rows = sorted(zip(fb.seqs, fb.send_us, fb.recv_us, fb.sizes, strict=True))
         probe_bps = self._probe_feedback(rows) if self.probe_seq else None
