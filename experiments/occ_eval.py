@@ -451,7 +451,7 @@ def write_plots(results: list[EvalResult], folder: Path, prefix: str = "occ-eval
     import matplotlib.pyplot as plt
 
     folder.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
+    written: list[Path] = [write_tradeoff_plot(results, folder, prefix)]
     first = min((r.seed for r in results), default=1)
     results = [r for r in results if r.seed == first]  # one run per case and scheme
     traces = list(dict.fromkeys(r.trace for r in results))
@@ -504,6 +504,48 @@ def write_plots(results: list[EvalResult], folder: Path, prefix: str = "occ-eval
     plt.close(fig)
     written.append(p)
     return written
+
+
+def write_tradeoff_plot(results: list[EvalResult], folder: Path, prefix: str) -> Path:
+    """The paper's trade-off (Fig. 13) per case: p99 network latency against frame bitrate,
+    one marker per scheme at the mean over seeds, bars spanning the seeds' min-max."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {"occ": "tab:green", "gcc": "tab:blue", "pbe": "tab:orange", "occ-ext": "tab:olive"}
+    cases = list(dict.fromkeys(r.trace for r in results))
+    cols = min(4, len(cases))
+    rows = (len(cases) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.7 * rows), squeeze=False)
+    for ax, case in zip(axes.flat, cases, strict=False):
+        for scheme in dict.fromkeys(r.scheme for r in results):
+            rs = [r for r in results if r.trace == case and r.scheme == scheme
+                  and r.network_latency_ms.p99 is not None]  # fmt: skip
+            if not rs:
+                continue
+            x = np.array([r.frame_bitrate_kbps / 1000 for r in rs])
+            y = np.array([float(r.network_latency_ms.p99 or 0.0) for r in rs])
+            ax.errorbar(x.mean(), y.mean(), xerr=[[x.mean() - x.min()], [x.max() - x.mean()]],
+                        yerr=[[y.mean() - y.min()], [y.max() - y.mean()]], fmt="o", ms=5,
+                        color=colors.get(scheme), label=scheme, capsize=2, lw=0.8)  # fmt: skip
+        ax.set_yscale("log")
+        ax.set_title(case, fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in axes.flat[len(cases) :]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("p99 network latency (ms)", fontsize=7)
+    for ax in axes[-1, :]:
+        ax.set_xlabel("frame bitrate (Mbit/s)", fontsize=7)
+    axes.flat[0].legend(fontsize=7)
+    fig.suptitle("lower right is better: each scheme's mean over seeds, bars min-max", fontsize=8)
+    fig.tight_layout()
+    p = folder / f"{prefix}-tradeoff.png"
+    fig.savefig(p, dpi=80)
+    plt.close(fig)
+    return p
 
 
 def progress_to_stderr(msg: str) -> None:

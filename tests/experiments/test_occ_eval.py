@@ -79,6 +79,7 @@ def test_eval_occ_writes_results_table_and_plots(
         "occ-eval-cdf-route-blockage.png",
         "occ-eval-cdf-synthetic.png",
         "occ-eval-timeseries-synthetic.png",
+        "occ-eval-tradeoff.png",  # network p99 against frame bitrate, per case (Fig. 13)
     ]
     assert all((plots / n).read_bytes()[:4] == b"\x89PNG" for n in pngs)
 
