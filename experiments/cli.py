@@ -232,9 +232,10 @@ def _cmd_occ(args: argparse.Namespace) -> int:
     ev.write_json(results, out, meta)
     from octoric.experiments.claims import claims_table
 
-    table = ev.markdown_table(results)
+    table = ev.mean_table(results)
     if meta["claims"]:
         table += "\n" + "\n".join(claims_table(meta["claims"])) + "\n"
+    table += "\nEvery run:\n\n" + ev.markdown_table(results)
     md = out.with_suffix(".md")
     md.write_text(table)
     print(table)
