@@ -369,7 +369,9 @@ def _cmd_sec23(args: argparse.Namespace) -> int:
 def _cmd_ton22(args: argparse.Namespace) -> int:
     from octoric.experiments import ton22_eval as ev
 
-    n = (1 if args.quick else 3 * len(ev.MOBILITY)) * len(ev.SCHEMES)
+    seeds = 1 if args.quick else 3
+    n = (1 if args.quick else len(ev.MOBILITY)) * seeds * len(ev.SCHEMES)
+    n += seeds * 2 * len(ev.ABR_RULES)  # DASH and DASH-H per ABR rule, on HSR
     res = ev.run_all(args.quick, _counter(n))
     data = {"claims": ev.claims(res), **res}
     return _write_report(Path(args.out), lambda png: ev.markdown(res, png), data,

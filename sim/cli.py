@@ -26,8 +26,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     r.add_argument(
         "--traffic",
-        choices=["video", "bulk", "backlogged"],
-        help="override every flow's traffic (bulk: a transfer on the packet-level transport)",
+        choices=["video", "bulk", "backlogged", "dash"],
+        help="override every flow's traffic (bulk: a transfer on the packet-level transport; "
+        "dash: a dash.js VoD client over it, CUBIC unless --scheme names a window scheme)",
     )
     r.add_argument(
         "--scheme",
@@ -230,6 +231,11 @@ def _scenario(args: argparse.Namespace) -> Scenario:
                 f.scheme = args.scheme
                 if args.scheme in WINDOW_SCHEMES and f.traffic == "video" and not args.traffic:
                     f.traffic = "bulk"  # a window scheme runs a bulk transfer, unless told
+            if f.traffic == "dash" and f.scheme not in WINDOW_SCHEMES:
+                if args.scheme:
+                    raise SimError(f"--traffic dash downloads over a window scheme (cubic, bbr, "
+                                   f"...), not {args.scheme!r}")  # fmt: skip
+                f.scheme = "cubic"  # the TCP below DASH in ToN'22
             if getattr(args, "svc", None):
                 f.video.svc = args.svc
             if getattr(args, "octopus_header", False):

@@ -39,6 +39,7 @@ from octoric.sim.channels import (
     StepsChannel,
     reported_block,
 )
+from octoric.sim.dash import DashReceiver, DashSession, Request, SegmentSender
 from octoric.sim.dropper import DropperConfig, OctopusDropper
 from octoric.sim.errors import ScenarioError, SimError
 from octoric.sim.mcs import McsMapper
@@ -68,6 +69,8 @@ from octoric.sim.video import VideoSender, WiredPath
 EV_FRAME, EV_ARRIVE, EV_FB_SEND, EV_FB_RECV, EV_HO_START, EV_HO_END = range(6)
 EV_KPM, EV_PHY_RECV, EV_ABW_RECV, EV_DELIVER, EV_BULK_START, EV_HO_NOTIFY = range(6, 12)
 EV_TX, EV_ACK, EV_TX_HO = 12, 13, 14  # transport: a sender's timer, an ACK, a handover report
+EV_DASH, EV_DASH_UP, EV_DASH_REQ = 15, 16, 17  # DASH: client timer, request to send, at server
+DASH_UPLINK_RETRY_US = 5_000  # a request made while the UE is detached waits for its uplink
 
 BLOCK_SLOTS = 1000
 
@@ -99,6 +102,7 @@ class FlowState:
     tx_wake_us: int | None = None  # when its timer event is due (one pending at a time)
     enc_ctl: EncoderControl | None = None  # a video flow on the transport: its encoder control
     enc_target_bps: float = math.nan  # ... and the target it last gave the encoder
+    dash: DashSession | None = None  # a DASH flow's client, server and send buffer
     ts_target: list[float] = field(default_factory=list)
     ts_abw: list[float] = field(default_factory=list)
 
@@ -286,6 +290,8 @@ class Engine:
             return f
         if spec.traffic == "bulk":
             return self._bulk_flow(idx, ue, spec, one_way)
+        if spec.traffic == "dash":
+            return self._dash_flow(idx, ue, spec, one_way)
         base, dumbo = split_dumbo(spec.scheme)
         if spec.scheme in (awstream.NAME, salsify.NAME):  # frame-rate adaptation at fixed quality
             return self._transport_video_flow(idx, ue, spec, one_way, awstream.BASE, False,
@@ -346,6 +352,51 @@ class Engine:
         f.tx_wake_us = int(spec.start_s * 1e6)
         self._push(f.tx_wake_us, EV_TX, f)
         return f
+
+    def _dash_flow(self, idx: int, ue: int, spec: FlowSpec, one_way: int) -> FlowState:
+        """A DASH VoD client fetching segments over the packet-level transport (``sim/dash.py``;
+        the window scheme is the TCP below it, CUBIC in ToN'22)."""
+        scheme = build_window_scheme(
+            spec.scheme, WindowContext(params=dict(spec.params), seed=self.seed * 1000 + idx)
+        )
+        f = FlowState(
+            idx, ue, spec, None, None, None, self._path(spec),
+            ul_delay_us=one_way + int(spec.uplink_ms * 1000), dl_delay_us=one_way,
+        )  # fmt: skip
+        t0 = int(spec.start_s * 1e6)
+        session = DashSession(spec.dash, idx, scheme.ctx.mss, t0)
+        f.dash = session
+        f.tx = SegmentSender(idx, scheme, session.queue)
+
+        def ack(p: Packet, t_us: int) -> None:
+            self._push(t_us + f.ul_delay_us, EV_ACK, (f, p.seq))
+
+        def segment_done(t_us: int) -> None:  # the client decides on the next one at once
+            self._push(t_us, EV_DASH, f)
+
+        f.tx_sink = DashReceiver(ack, session, segment_done)
+        self.flows.append(f)
+        self._push(t0, EV_DASH, f)
+        return f
+
+    def _on_dash_timer(self, f: FlowState, t: int) -> None:
+        assert f.dash is not None
+        client = f.dash.client
+        if client.wake_us != t:  # stale: the client has since been woken otherwise
+            return
+        req = client.on_timer(t)
+        if req is not None:
+            self._dash_uplink(f, req, t)
+        elif client.wake_us is not None:
+            self._push(client.wake_us, EV_DASH, f)
+
+    def _dash_uplink(self, f: FlowState, req: Request, t: int) -> None:
+        """The HTTP request goes up the UE's uplink (held while the UE is detached, as the
+        feedback of ``uplink_held_in_handover``) and the wired path to the server."""
+        if f.spec.uplink_held_in_handover and self.ues[f.ue].cell < 0:
+            self._push(t + DASH_UPLINK_RETRY_US, EV_DASH_UP, (f, req))
+        else:
+            self._push(t + f.ul_delay_us, EV_DASH_REQ, (f, req))
 
     def _transport_video_flow(self, idx: int, ue: int, spec: FlowSpec, one_way: int,
                               base: str, dumbo: bool, app: str = "") -> FlowState:  # fmt: skip
@@ -495,6 +546,17 @@ class Engine:
         elif kind == EV_TX_HO:
             assert arg.tx is not None
             arg.tx.scheme.on_handover(t, arg.tx)
+            if arg.dash is not None:  # the server application reads the same report (DASH-H)
+                arg.dash.dash_h.on_handover_report()
+        elif kind == EV_DASH:
+            self._on_dash_timer(arg, t)
+        elif kind == EV_DASH_UP:
+            self._dash_uplink(arg[0], arg[1], t)
+        elif kind == EV_DASH_REQ:
+            f, req = arg
+            assert f.dash is not None
+            f.dash.serve(req)
+            self._transmit(f, t)
         elif kind == EV_TX:
             f = arg
             if f.tx_wake_us == t:  # else a timer since moved earlier: that event did it

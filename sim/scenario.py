@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from octoric import typed
+from octoric.sim.dash import DashConfig, config_errors
 from octoric.sim.errors import ScenarioError
 from octoric.sim.mobility import PROFILES, MobilityConfig
 from octoric.sim.video import VideoConfig, WiredPathConfig
@@ -43,9 +44,10 @@ class FlowSpec:
     # video: frames from the encoder, paced at the rate scheme's target; bulk: a TCP-like
     # transfer on the packet-level transport with a window scheme (cubic, bbr, ...);
     # backlogged: the gNB queue always holds data (no sender); none: no traffic; real: a real
-    # application's packets through the live real-UE path (`sim run --live`, root; sim/realue)
-    traffic: Literal["video", "bulk", "backlogged", "none", "real"] = "video"
-    scheme: str = "gcc"  # a rate scheme for video, a window scheme for bulk
+    # application's packets through the live real-UE path (`sim run --live`, root; sim/realue);
+    # dash: a DASH VoD client fetching segments over the transport (``dash``, sim/dash.py)
+    traffic: Literal["video", "bulk", "backlogged", "none", "real", "dash"] = "video"
+    scheme: str = "gcc"  # a rate scheme for video, a window scheme for bulk and dash
     params: dict[str, Any] = field(default_factory=dict)  # the scheme's options
     start_mbps: float = 0.3
     min_mbps: float = 0.05
@@ -59,6 +61,7 @@ class FlowSpec:
     # and leaves when it is attached again: the delayed ACKs of ToN'22 §II-B
     uplink_held_in_handover: bool = True
     video: VideoConfig = field(default_factory=VideoConfig)
+    dash: DashConfig = field(default_factory=DashConfig)  # traffic: dash
     path: WiredPathConfig = field(default_factory=WiredPathConfig)
 
 
@@ -212,6 +215,23 @@ def validate(sc: Scenario) -> None:
                 raise ScenarioError("rtt_change_ms must be > 0", f"{pw}.rtt_change_ms")
             if f.video.fps <= 0:
                 raise ScenarioError("fps must be > 0", f"{w}.flows[{j}].video.fps")
+            if f.traffic == "dash":
+                _validate_dash(f, f"{w}.flows[{j}]")
+
+
+def _validate_dash(f: FlowSpec, where: str) -> None:
+    from octoric.sim.cc import WINDOW_SCHEMES
+
+    if f.scheme not in WINDOW_SCHEMES:
+        raise ScenarioError(
+            f"a dash flow fetches its segments over the packet-level transport: scheme must be "
+            f"a window scheme ({', '.join(sorted(WINDOW_SCHEMES))}; cubic is ToN'22's), "
+            f"not {f.scheme!r}", f"{where}.scheme",
+        )  # fmt: skip
+    errors = config_errors(f.dash)
+    if errors:
+        key, msg = errors[0]
+        raise ScenarioError(msg, f"{where}.dash.{key}")
 
 
 # --- built-in scenarios -----------------------------------------------------------------

@@ -162,6 +162,8 @@ def build_summary(eng: Engine, wall_seconds: float) -> dict[str, Any]:
                 "harq_lost_packets": f.harq_lost_pkts,
                 "wired_lost_packets": f.wired_lost_pkts,
             })  # fmt: skip
+        if f.dash is not None:  # a DASH client: ToN'22 Table VII's metrics (sim/dash.py)
+            d["dash"] = f.dash.summary(eng.slot * eng.slot_us)
         flows.append(d)
     cells = [
         {"cell": c.idx, "gnb": c.gnb, "cell_id": c.cell_id, "handovers": c.handovers_out,
