@@ -307,10 +307,14 @@ def _cmd_morc(args: argparse.Namespace) -> int:
 
     duration = 10.0 if args.quick else args.duration
     n = (len(ev.QUICK) if args.quick else len(ev.PROFILES)) * len(ev.SCHEMES)
-    rows = ev.run_all(args.quick, duration, progress=_counter(n))
-    data = {"claims": ev.claims(rows), "profiles": rows, "duration_s": duration}
-    return _write_report(Path(args.out), lambda png: ev.markdown(rows, duration, png), data,
-                         lambda png: ev.plot(rows, png))  # fmt: skip
+    n += len(ev.DOWNLOADS) * len(ev.DOWNLOAD_SCHEMES) * (1 if args.quick else ev.DOWNLOAD_SEEDS)
+    count = _counter(n)
+    rows = ev.run_all(args.quick, duration, progress=count)
+    downloads = ev.run_downloads(args.quick, progress=count)
+    data = {"claims": ev.claims(rows) + ev.download_claims(downloads), "profiles": rows,
+            "downloads": downloads, "duration_s": duration}  # fmt: skip
+    return _write_report(Path(args.out), lambda png: ev.markdown(rows, duration, png, downloads),
+                         data, lambda png: ev.plot(rows, png))  # fmt: skip
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:

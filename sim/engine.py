@@ -342,7 +342,8 @@ class Engine:
             idx, ue, spec, None, None, None, self._path(spec),
             ul_delay_us=one_way + int(spec.uplink_ms * 1000), dl_delay_us=one_way,
         )  # fmt: skip
-        f.tx = TransportSender(idx, scheme)
+        size = None if spec.size_mb is None else round(spec.size_mb * 1e6)
+        f.tx = TransportSender(idx, scheme, limit_bytes=size)
 
         def ack(p: Packet, t_us: int) -> None:
             self._push(t_us + f.ul_delay_us, EV_ACK, (f, p.seq))

@@ -49,6 +49,9 @@ class FlowSpec:
     traffic: Literal["video", "bulk", "backlogged", "none", "real", "dash"] = "video"
     scheme: str = "gcc"  # a rate scheme for video, a window scheme for bulk and dash
     params: dict[str, Any] = field(default_factory=dict)  # the scheme's options
+    # bulk: a file download of this many MB (10^6 bytes; the summary's download_completion_s),
+    # None: a transfer for the whole run
+    size_mb: float | None = None
     start_mbps: float = 0.3
     min_mbps: float = 0.05
     max_mbps: float = 100.0
@@ -217,6 +220,9 @@ def validate(sc: Scenario) -> None:
                 raise ScenarioError("fps must be > 0", f"{w}.flows[{j}].video.fps")
             if f.traffic == "dash":
                 _validate_dash(f, f"{w}.flows[{j}]")
+            if f.size_mb is not None and (f.traffic != "bulk" or not f.size_mb > 0):
+                raise ScenarioError("size_mb: a bulk flow's download size, > 0",
+                                    f"{w}.flows[{j}].size_mb")  # fmt: skip
 
 
 def _validate_dash(f: FlowSpec, where: str) -> None:

@@ -154,6 +154,11 @@ def build_summary(eng: Engine, wall_seconds: float) -> dict[str, Any]:
                 "scheme": f.tx.scheme.name,
                 "transport": "packet",
                 "goodput_kbps": _r(rcv.received_bytes * 8 / dur / 1000.0),
+                # a file download (``size_mb``): from the flow's start to its last byte's ACK
+                "download_bytes": f.tx.limit_bytes,
+                "download_completion_s": (
+                    _r(f.tx.done_us / 1e6 - f.spec.start_s) if f.tx.done_us is not None else None
+                ),
                 "network_latency_ms": _pct(rcv.net_latency_ms),
                 "queue_delay_ms": _pct(rcv.queue_delay_ms),
                 "rtt_ms": _pct(f.tx.rtt_samples_ms),

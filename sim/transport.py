@@ -180,8 +180,15 @@ class TransportSender:
     def __init__(
         self, flow: int, scheme: WindowScheme, mss: int = MSS, media: MediaQueue | None = None,
         padding: bool = False, buffer_dropper: OctopusDropper | None = None,
+        limit_bytes: int | None = None,
     ) -> None:  # fmt: skip
         self.flow, self.scheme, self.mss = flow, scheme, mss
+        # a bulk transfer of this many payload bytes (a file download), None: unlimited; done
+        # when they are acknowledged (less the bytes acknowledged twice after spurious losses)
+        self.limit_bytes = limit_bytes
+        self.new_bytes = 0  # payload sent for the first time
+        self.spurious_bytes = 0
+        self.done_us: int | None = None
         self.media = media
         # the Octopus transport buffer (SEC'23 §4.2): Algorithm 1 on the media queue's head
         self.buffer_dropper = buffer_dropper
@@ -240,6 +247,13 @@ class TransportSender:
                 if self.retx_bytes_pending > 0:
                     self.retx_bytes_pending = max(0, self.retx_bytes_pending - size)
                     self.retransmitted_bytes += size
+                elif self.limit_bytes is not None:
+                    if self.new_bytes >= self.limit_bytes:
+                        break  # the whole file is out: only resends remain
+                    size = min(size, self.limit_bytes - self.new_bytes)
+                    self.new_bytes += size
+                else:
+                    self.new_bytes += size
                 pkt = Packet(self.flow, self.next_seq, size + HEADER, now_us)
             elif media.pending and self._head_dropped(media, now_us):
                 continue
@@ -285,7 +299,15 @@ class TransportSender:
     def wake_us(self, now_us: int) -> int | None:
         """The next time the sender has something to do: a paced send, a RACK or RTO timer."""
         times = [t for t in (self.rack_at, self.rto_at) if t is not None]
-        has_data = self.media is None or self.padding or bool(self.media.pending)
+        file_out = (
+            self.limit_bytes is not None and self.new_bytes >= self.limit_bytes
+            and self.retx_bytes_pending == 0
+        )  # fmt: skip
+        has_data = (
+            (self.media is None and not file_out)
+            or self.padding
+            or bool(self.media is not None and self.media.pending)
+        )
         if (has_data and self.scheme.pacing_bps() is not None
                 and self.inflight + self.mss <= self.scheme.cwnd()):  # fmt: skip
             times.append(max(self.next_send_us, now_us + 1))
@@ -301,10 +323,16 @@ class TransportSender:
             # declared lost, but it arrived: the loss was spurious (its resend is not undone);
             # the reordering was longer than RACK's window: widen it
             self.spurious_losses += 1
+            self.spurious_bytes += p.size
             self.reo_wnd_mult += 1
         else:
             self.inflight -= p.size
         self.acked_bytes += p.size
+        if (
+            self.limit_bytes is not None and self.done_us is None
+            and self.acked_bytes - self.spurious_bytes >= self.limit_bytes
+        ):  # fmt: skip
+            self.done_us = now_us
         if self.app_limited_until and self.delivered + p.size > self.app_limited_until:
             self.app_limited_until = 0  # the app-limited bubble has been delivered
         rtt = now_us - p.send_us

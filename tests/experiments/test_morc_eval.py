@@ -23,4 +23,13 @@ def test_eval_morc_quick_reports_the_table_and_the_headline_holds(tmp_path: Path
     assert len(data["profiles"]) == 3
     for row in data["profiles"]:
         assert all(0 < row[s] <= 100.5 for s in ("cubic", "morc", "bbr")), row
-    assert [c["verdict"] for c in data["claims"]] == ["holds", "holds"]
+    # Table 1's two headline claims, then Fig. 4's download times (one seed each, quick)
+    assert [c["verdict"] for c in data["claims"][:2]] == ["holds", "holds"]
+    assert len(data["downloads"]) == 2 and len(data["claims"]) == 4
+    for row in data["downloads"]:
+        assert len(row["cubic"]) == len(row["morc"]) == 1
+        # a 50 MB file at 120 Mbit/s takes >= 3.3 s; each finished within the 60 s cap
+        assert all(3.3 < t < 60 for t in row["cubic"] + row["morc"]), row
+    # MORC is faster than CUBIC on both lossy profiles, as Fig. 4 has it
+    assert all(c["measured_min"] > 1 for c in data["claims"][2:])
+    assert "Fig. 4: 50 MB downloads" in out.read_text()

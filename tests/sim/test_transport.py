@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,7 +18,9 @@ from octoric.cli import main
 from octoric.sim.cc.bbr import PROBE_BW, Bbr, BbrH
 from octoric.sim.cc.cubic import BETA, C, Cubic
 from octoric.sim.engine import Engine, FlowState
-from octoric.sim.scenario import ChannelSpec, FlowSpec, Scenario, UeSpec
+from octoric.sim.errors import ScenarioError
+from octoric.sim.scenario import ChannelSpec, FlowSpec, Scenario, UeSpec, validate
+from octoric.sim.summary import build_summary
 from octoric.sim.transport import (
     HEADER,
     MSS,
@@ -26,6 +29,7 @@ from octoric.sim.transport import (
     WindowContext,
     WindowScheme,
 )
+from octoric.sim.video import WiredPathConfig
 
 pytestmark = pytest.mark.unit
 TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces" / "mahimahi"
@@ -294,3 +298,43 @@ def test_bbr_plus_regains_a_returning_link_faster_than_bbr() -> None:
     plus, bbr = _regain_s("bbr+"), _regain_s("bbr")
     assert plus < 0.5 * bbr, (plus, bbr)
     assert plus < 2.0, plus
+
+
+def _download(scheme: str, loss: float, size_mb: float = 10.0) -> tuple[Engine, dict[str, Any]]:
+    path = WiredPathConfig(rtt_ms=40.0, loss=loss)
+    flow = FlowSpec(traffic="bulk", scheme=scheme, size_mb=size_mb, path=path)
+    ue = UeSpec(channel=ChannelSpec("constant", rate_mbps=20.0), flows=[flow])
+    eng = Engine(Scenario(name="dl", duration_s=30.0, ues=[ue]), seed=4)
+    wall = eng.run()
+    return eng, build_summary(eng, wall)["flows"][0]
+
+
+@pytest.mark.parametrize("scheme", ["cubic", "bbr"])
+def test_a_file_download_sends_its_bytes_once_and_reports_its_completion_time(
+    scheme: str,
+) -> None:
+    eng, s = _download(scheme, loss=0.0)
+    tx = eng.flows[0].tx
+    assert tx is not None and tx.limit_bytes == 10_000_000
+    assert tx.new_bytes == 10_000_000 and tx.retransmitted_bytes == 0
+    assert tx.sent_bytes == 10_000_000  # nothing after the file: the sender went quiet
+    assert s["download_bytes"] == 10_000_000
+    # 10 MB at 20 Mbit/s is 4 s on the wire, plus start-up and the last ACK's RTT
+    assert 4.0 < s["download_completion_s"] < 6.0
+
+
+def test_a_lossy_download_resends_and_completes_later() -> None:
+    _, clean = _download("cubic", loss=0.0)
+    eng, lossy = _download("cubic", loss=0.005)
+    tx = eng.flows[0].tx
+    assert tx is not None and tx.retransmitted_bytes > 0
+    assert tx.new_bytes == 10_000_000
+    assert tx.acked_bytes - tx.spurious_bytes >= 10_000_000
+    assert lossy["download_completion_s"] > clean["download_completion_s"]
+
+
+def test_download_size_is_for_bulk_flows_only() -> None:
+    ue = UeSpec(channel=ChannelSpec("constant", rate_mbps=20.0),
+                flows=[FlowSpec(traffic="video", size_mb=5.0)])  # fmt: skip
+    with pytest.raises(ScenarioError, match="size_mb"):
+        validate(Scenario(name="bad", duration_s=1.0, ues=[ue]))
