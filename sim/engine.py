@@ -293,9 +293,11 @@ class Engine:
         if spec.traffic == "dash":
             return self._dash_flow(idx, ue, spec, one_way)
         base, dumbo = split_dumbo(spec.scheme)
-        if spec.scheme in (awstream.NAME, salsify.NAME):  # frame-rate adaptation at fixed quality
+        if spec.scheme == awstream.NAME:  # frame-rate adaptation at fixed quality, over BBR
             return self._transport_video_flow(idx, ue, spec, one_way, awstream.BASE, False,
                                               app=spec.scheme)  # fmt: skip
+        if spec.scheme == salsify.NAME:  # the same, over Salsify's own transport (no base)
+            return self._transport_video_flow(idx, ue, spec, one_way, "", False, app=spec.scheme)
         if base in WINDOW_SCHEMES or (base == octobbr.NAME and not dumbo):
             return self._transport_video_flow(idx, ue, spec, one_way, base, dumbo)
         if dumbo:
@@ -445,12 +447,13 @@ class Engine:
         return f
 
     def _on_transport_frame(self, f: FlowState, t: int) -> None:
-        """A frame tick of a video flow on the transport: Dumbo's encoder control, then send."""
+        """A frame tick of a video flow on the transport: its encoder control (Dumbo's, or
+        AWStream's or Salsify*'s frame rate), or the Octopus app's, then send."""
         sender, tx, ctl = f.sender, f.tx, f.enc_ctl
         assert sender is not None and tx is not None
         nxt = t + f.frame_us
         last = f.spec.stop_s is not None and nxt >= f.spec.stop_s * 1e6
-        if ctl is not None:  # Dumbo's encoder control, or AWStream's frame rate
+        if ctl is not None:  # Dumbo's encoder control, or AWStream's or Salsify*'s frame rate
             d = ctl.decide(t, tx.scheme.sending_bps(tx), sender.pending_bytes, sender.cfg.min_bps)
             if d.skip:
                 sender.skip_frame()
