@@ -62,6 +62,7 @@ from octoric.sim.transport import (
     TransportReceiver,
     TransportSender,
     WindowContext,
+    WindowScheme,
     build_window_scheme,
 )
 from octoric.sim.video import VideoSender, WiredPath
@@ -334,9 +335,9 @@ class Engine:
         # a random stream only when the path draws (seeded runs without one stay as they were)
         return WiredPath(spec.path, self._rng() if spec.path.needs_rng else None)
 
-    def _bulk_flow(self, idx: int, ue: int, spec: FlowSpec, one_way: int) -> FlowState:
-        """A bulk transfer over the packet-level transport (``sim/transport.py``) with a window
-        scheme (``spec.scheme``: cubic, bbr, ...)."""
+    def _window_flow(self, idx: int, ue: int, spec: FlowSpec,
+                     one_way: int) -> tuple[WindowScheme, FlowState]:  # fmt: skip
+        """The window scheme and the state of a flow whose data the transport carries."""
         scheme = build_window_scheme(
             spec.scheme, WindowContext(params=dict(spec.params), seed=self.seed * 1000 + idx)
         )
@@ -344,6 +345,12 @@ class Engine:
             idx, ue, spec, None, None, None, self._path(spec),
             ul_delay_us=one_way + int(spec.uplink_ms * 1000), dl_delay_us=one_way,
         )  # fmt: skip
+        return scheme, f
+
+    def _bulk_flow(self, idx: int, ue: int, spec: FlowSpec, one_way: int) -> FlowState:
+        """A bulk transfer over the packet-level transport (``sim/transport.py``) with a window
+        scheme (``spec.scheme``: cubic, bbr, ...)."""
+        scheme, f = self._window_flow(idx, ue, spec, one_way)
         size = None if spec.size_mb is None else round(spec.size_mb * 1e6)
         f.tx = TransportSender(idx, scheme, limit_bytes=size)
 
@@ -359,13 +366,7 @@ class Engine:
     def _dash_flow(self, idx: int, ue: int, spec: FlowSpec, one_way: int) -> FlowState:
         """A DASH VoD client fetching segments over the packet-level transport (``sim/dash.py``;
         the window scheme is the TCP below it, CUBIC in ToN'22)."""
-        scheme = build_window_scheme(
-            spec.scheme, WindowContext(params=dict(spec.params), seed=self.seed * 1000 + idx)
-        )
-        f = FlowState(
-            idx, ue, spec, None, None, None, self._path(spec),
-            ul_delay_us=one_way + int(spec.uplink_ms * 1000), dl_delay_us=one_way,
-        )  # fmt: skip
+        scheme, f = self._window_flow(idx, ue, spec, one_way)
         t0 = int(spec.start_s * 1e6)
         session = DashSession(spec.dash, idx, scheme.ctx.mss, t0)
         f.dash = session
