@@ -39,6 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from octoric.sim.dropper import OctopusDropper
 from octoric.sim.errors import ScenarioError
 from octoric.sim.packets import Packet
@@ -80,6 +82,8 @@ class RateSample:
         return self.delivered * 8e6 / self.interval_us if self.interval_us > 0 else 0.0
 
 
+# subclassed outside the modules mypyc compiles for speed (sim/compiled.py)
+@mypyc_attr(allow_interpreted_subclasses=True)
 class WindowScheme:
     """A congestion controller of the packet-level transport. The transport asks ``cwnd`` and
     ``pacing_bps`` before it sends, and tells the scheme about ACKs, loss events and RTOs."""
@@ -171,6 +175,8 @@ class _Sent:
         self.is_app_limited = snd.app_limited_until > 0
 
 
+# subclassed outside the modules mypyc compiles for speed (sim/compiled.py)
+@mypyc_attr(allow_interpreted_subclasses=True)
 class TransportSender:
     """One flow's sender: a bulk transfer, or a video sender's media queue (``media``; with
     ``padding``, Dumbo's dummy packets when it is empty). ``send(now)`` returns the packets to
@@ -448,6 +454,8 @@ class TransportSender:
         }
 
 
+# subclassed outside the modules mypyc compiles for speed (sim/compiled.py)
+@mypyc_attr(allow_interpreted_subclasses=True)
 class TransportReceiver:
     """The bulk flow's receiver: every delivered packet is acknowledged through ``ack`` (the
     engine puts the ACK on the uplink) and counted."""

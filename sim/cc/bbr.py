@@ -21,6 +21,8 @@ import math
 import random
 from collections import deque
 
+from mypy_extensions import mypyc_attr
+
 from octoric.sim.transport import (
     RateSample,
     TransportSender,
@@ -39,6 +41,8 @@ PACING_MARGIN = 0.99
 STARTUP, DRAIN, PROBE_BW, PROBE_RTT = "startup", "drain", "probe_bw", "probe_rtt"
 
 
+# subclassed outside the modules mypyc compiles for speed (sim/compiled.py)
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Bbr(WindowScheme):
     """BBR v1 as Cardwell et al. (ACM Queue 2016) and draft-cardwell-iccrg-bbr-congestion-
     control-00: BtlBw max filter over 10 rounds, RTprop min filter over 10 s, STARTUP gain
@@ -267,7 +271,7 @@ class BbrPlus(Bbr):
     Everything else is BBR v1."""
 
     name = "bbr+"
-    cycle = (1.5, 0.5)
+    cycle: tuple[float, ...] = (1.5, 0.5)
 
 
 register_window_scheme("bbr+")(BbrPlus)
