@@ -49,8 +49,10 @@ def _sources(root: Path) -> list[Path]:
 
 
 def _stamp(root: Path) -> str:
-    import mypy.version
-
+    try:
+        import mypy.version
+    except ImportError:
+        raise SimError("mypyc comes with mypy: pip install mypy (make setup installs it)") from None
     h = hashlib.sha256(mypy.version.__version__.encode())
     for p in _sources(root):
         h.update(str(p.relative_to(root)).encode())
