@@ -428,41 +428,39 @@ def claims(results: list[EvalResult], cases: list[EvalCase]) -> list[dict[str, A
     by: dict[tuple[str, int], dict[str, EvalResult]] = {}
     for r in results:
         by.setdefault((r.trace, r.seed), {})[r.scheme] = r
+
+    def p99(r: EvalResult) -> float | None:
+        return r.network_latency_ms.p99 or None
+
+    def ratios(g: str, a: str, b: str, f: Callable[[EvalResult], float | None]) -> list[float]:
+        """a / b of ``f`` per (case, seed) of group ``g`` where both ran and are nonzero."""
+        out = []
+        for (trace, _), rs in by.items():
+            if group.get(trace) == g and a in rs and b in rs:
+                x, y = f(rs[a]), f(rs[b])
+                if x and y:
+                    out.append(x / y)
+        return out
+
+    def bitrate(r: EvalResult) -> float | None:  # counted where the latency ratio is too
+        return r.frame_bitrate_kbps if p99(r) else None
+
+    paper_lat = "0.32-0.87x (-13..-68 %)"
     rows: list[dict[str, Any]] = []
     for g in ("routes", "traces", "contention"):
-        lat: list[float] = []
-        bit: list[float] = []
-        pbe: list[float] = []
-        for (trace, _), rs in by.items():
-            if group.get(trace) != g or "occ" not in rs:
-                continue
-            o = rs["occ"]
-            if "gcc" in rs and o.network_latency_ms.p99 and rs["gcc"].network_latency_ms.p99:
-                lat.append(o.network_latency_ms.p99 / rs["gcc"].network_latency_ms.p99)
-                if rs["gcc"].frame_bitrate_kbps > 0:
-                    bit.append(o.frame_bitrate_kbps / rs["gcc"].frame_bitrate_kbps)
-            if "pbe" in rs and o.network_latency_ms.p99 and rs["pbe"].network_latency_ms.p99:
-                pbe.append(o.network_latency_ms.p99 / rs["pbe"].network_latency_ms.p99)
-        if lat:
-            rows.append(claim_row(f"{g}: p99 network latency, OCC / GCC",
-                                  "0.32-0.87x (-13..-68 %)", lat, PAPER_LATENCY_RATIO))  # fmt: skip
-        if bit:
-            rows.append(claim_row(f"{g}: frame bitrate, OCC / GCC", "1.2-3.5x", bit,
-                                  PAPER_BITRATE_RATIO))  # fmt: skip
-        if pbe:
-            rows.append(claim_row(f"{g}: p99 network latency, OCC / PBE-CC",
-                                  "< 1 (PBE-CC between GCC and OCC)", pbe, 0.9,
-                                  direction_only=True))  # fmt: skip
-        ext = [
-            rs["occ-ext"].network_latency_ms.p99 / rs["gcc"].network_latency_ms.p99
-            for (trace, _), rs in by.items()
-            if group.get(trace) == g and "occ-ext" in rs and "gcc" in rs
-            and rs["occ-ext"].network_latency_ms.p99 and rs["gcc"].network_latency_ms.p99
-        ]  # fmt: skip
-        if ext:
-            rows.append(claim_row(f"{g}: p99 network latency, OCC with extensions / GCC "
-                                  "(ablation)", "0.32-0.87x (-13..-68 %)", ext,
-                                  PAPER_LATENCY_RATIO))  # fmt: skip
+        for text, paper, rs, expected, only_dir in (
+            ("p99 network latency, OCC / GCC", paper_lat, ratios(g, "occ", "gcc", p99),
+             PAPER_LATENCY_RATIO, False),
+            ("frame bitrate, OCC / GCC", "1.2-3.5x", ratios(g, "occ", "gcc", bitrate),
+             PAPER_BITRATE_RATIO, False),
+            ("p99 network latency, OCC / PBE-CC", "< 1 (PBE-CC between GCC and OCC)",
+             ratios(g, "occ", "pbe", p99), 0.9, True),
+            ("p99 network latency, OCC with extensions / GCC (ablation)", paper_lat,
+             ratios(g, "occ-ext", "gcc", p99), PAPER_LATENCY_RATIO, False),
+        ):  # fmt: skip
+            if rs:
+                rows.append(claim_row(f"{g}: {text}", paper, rs, expected,
+                                      direction_only=only_dir))  # fmt: skip
     return rows
 
 
