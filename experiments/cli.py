@@ -147,6 +147,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sec.add_argument("--traces", metavar="DIR", default="../shared/traces/mahimahi",
                      help="Mahimahi traces (default: %(default)s)")  # fmt: skip
     sec.set_defaults(func=_cmd_sec23)
+    rq = sub.add_parser("rate-quality", help="measure the simulator's rate -> SSIM/PSNR model "
+                        "with libx264 on clips you give (needs ffmpeg)")  # fmt: skip
+    rq.add_argument("--clip", action="append", required=True, metavar="NAME=PATH",
+                    help="a clip to encode (repeatable); NAME names its model")  # fmt: skip
+    rq.add_argument(
+        "--out",
+        metavar="JSON",
+        default="sim/rate_quality.json",
+        help="the model file (default: %(default)s, the one the simulator loads)",
+    )
+    rq.add_argument(
+        "--vbv-frames",
+        type=float,
+        default=4.0,
+        help="x264's VBV in frames at the target rate (default 4, as WebRTC's)",
+    )
+    rq.set_defaults(func=_cmd_rate_quality)
     sw = sub.add_parser("sweep", help="many simulator runs on a process pool or a local Ray "
                         "cluster; identical results for the same seeds")  # fmt: skip
     sw.add_argument("--runs", type=int, default=100, help="runs in the grid (default 100)")
@@ -164,6 +181,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         return 2
 
     p.set_defaults(func=_help)
+
+
+def _cmd_rate_quality(args: argparse.Namespace) -> int:
+    from octoric.experiments import rate_quality as rq
+
+    clips = []
+    for item in args.clip:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise OctoricError(f"--clip {item!r}: give NAME=PATH")
+        clips.append((name, Path(path)))
+    doc = rq.measure(clips, Path(args.out), vbv_frames=args.vbv_frames)
+    for name, m in doc["models"].items():
+        f = m["ssim_db"]
+        print(f"{name}: SSIM_dB = {f['intercept']:.2f} + {f['slope']:.2f} ln(bpp) "
+              f"(r2 {f['r2']:.3f}, max residual {f['max_residual']:.2f} dB)")  # fmt: skip
+    print(f"wrote {args.out}")
+    return 0
 
 
 def traces_dir(arg: str | None) -> Path:

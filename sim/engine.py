@@ -457,7 +457,7 @@ class Engine:
         if ctl is not None:  # Dumbo's encoder control, or AWStream's or Salsify*'s frame rate
             d = ctl.decide(t, tx.scheme.sending_bps(tx), sender.pending_bytes, sender.cfg.min_bps)
             if d.skip:
-                sender.skip_frame()
+                sender.skip_frame(t)
             else:
                 sender.encode(t, d.target_bps)
                 ctl.on_queue(t, sender.pending_bytes)

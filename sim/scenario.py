@@ -218,11 +218,29 @@ def validate(sc: Scenario) -> None:
                 raise ScenarioError("rtt_change_ms must be > 0", f"{pw}.rtt_change_ms")
             if f.video.fps <= 0:
                 raise ScenarioError("fps must be > 0", f"{w}.flows[{j}].video.fps")
+            _validate_quality(f, f"{w}.flows[{j}].video")
             if f.traffic == "dash":
                 _validate_dash(f, f"{w}.flows[{j}]")
             if f.size_mb is not None and (f.traffic != "bulk" or not f.size_mb > 0):
                 raise ScenarioError("size_mb: a bulk flow's download size, > 0",
                                     f"{w}.flows[{j}].size_mb")  # fmt: skip
+
+
+def _validate_quality(f: FlowSpec, where: str) -> None:
+    from octoric.sim.quality import model_names
+
+    v = f.video
+    if v.quality_model not in model_names():
+        raise ScenarioError(
+            f"unknown quality_model {v.quality_model!r} (known: {', '.join(model_names())})",
+            f"{where}.quality_model",
+        )
+    if v.width <= 0 or v.height <= 0:
+        raise ScenarioError("width and height must be > 0", f"{where}.width")
+    if not 0 <= v.svc_overhead < 10:
+        raise ScenarioError("svc_overhead must be in [0, 10)", f"{where}.svc_overhead")
+    if not v.sqi_decay_s > 0:
+        raise ScenarioError("sqi_decay_s must be > 0", f"{where}.sqi_decay_s")
 
 
 def _validate_dash(f: FlowSpec, where: str) -> None:

@@ -17,8 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from octoric.sim import quality
 from octoric.sim.engine import Engine
-from octoric.sim.receiver import STALL_MS
+from octoric.sim.receiver import STALL_MS, VideoReceiver
+from octoric.sim.video import VideoSender
 
 
 def _r(x: float, nd: int = 3) -> float | None:
@@ -87,6 +89,36 @@ def convergence_s(eng: Engine, ue: int, start_s: float) -> float | None:
     return None
 
 
+# frames captured in the run's last second are not scored: most are still in flight
+QUALITY_TAIL_S = 1.0
+
+
+def video_quality(snd: VideoSender, r: VideoReceiver, sim_s: float) -> dict[str, Any]:
+    """Picture quality of one video flow (sim/quality.py): SSIM/PSNR of decoded frames from
+    the measured rate -> quality curve, and SQI-SSIM."""
+    cfg = snd.cfg
+    fr = snd.frames
+    q = quality.flow_quality(quality.QualityInputs(
+        model=cfg.quality_model, pixels_per_s=cfg.width * cfg.height * cfg.fps,
+        svc=cfg.svc, svc_overhead=cfg.svc_overhead,
+        spatial_cumulative=tuple(cfg.spatial_cumulative), decay_s=cfg.sqi_decay_s,
+        frame_enc_us=fr.enc_us, frame_quality_bps=fr.quality_bps, frame_base_msg=fr.base_msg,
+        frame_nmsgs=fr.nmsgs, msg_decoded_us=r.decoded_us, skipped_us=snd.skipped_us,
+        until_us=int((sim_s - QUALITY_TAIL_S) * 1e6),
+    ))  # fmt: skip
+
+    def rounded(v: Any) -> Any:
+        if isinstance(v, float):
+            return _r(v, 4)
+        if isinstance(v, list):
+            return [rounded(x) for x in v]
+        if isinstance(v, dict):
+            return {k: rounded(x) for k, x in v.items()}
+        return v
+
+    return rounded(q)  # type: ignore[no-any-return]
+
+
 def build_summary(eng: Engine, wall_seconds: float) -> dict[str, Any]:
     sim_s = eng.slot * eng.slot_us / 1e6
     sc = eng.sc
@@ -136,6 +168,7 @@ def build_summary(eng: Engine, wall_seconds: float) -> dict[str, Any]:
                 "undecodable_messages": r.undecodable_complete(),
                 "keyframe_requests": r.plis,  # PLIs sent (``video.keyframe_on_loss``)
                 "keyframes_on_request": snd.keyframes_requested,
+                "quality": video_quality(f.sender, r, sim_s),
             })  # fmt: skip
         if f.tx is not None and f.sender is not None:  # video on the packet-level transport
             sent = f.tx.media_bytes + f.tx.padding_bytes

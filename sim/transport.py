@@ -304,20 +304,23 @@ class TransportSender:
 
     def wake_us(self, now_us: int) -> int | None:
         """The next time the sender has something to do: a paced send, a RACK or RTO timer."""
-        times = [t for t in (self.rack_at, self.rto_at) if t is not None]
-        file_out = (
-            self.limit_bytes is not None and self.new_bytes >= self.limit_bytes
-            and self.retx_bytes_pending == 0
-        )  # fmt: skip
-        has_data = (
-            (self.media is None and not file_out)
-            or self.padding
-            or bool(self.media is not None and self.media.pending)
-        )
+        # straight-line (no temporary list): this runs after every send, per packet
+        wake = self.rack_at
+        rto = self.rto_at
+        if rto is not None and (wake is None or rto < wake):
+            wake = rto
+        media = self.media
+        if media is None:
+            limit = self.limit_bytes
+            has_data = limit is None or self.new_bytes < limit or self.retx_bytes_pending != 0
+        else:
+            has_data = self.padding or bool(media.pending)
         if (has_data and self.scheme.pacing_bps() is not None
                 and self.inflight + self.mss <= self.scheme.cwnd()):  # fmt: skip
-            times.append(max(self.next_send_us, now_us + 1))
-        return min(times) if times else None
+            paced = self.next_send_us if self.next_send_us > now_us + 1 else now_us + 1
+            if wake is None or paced < wake:
+                wake = paced
+        return wake
 
     # --- ACKs, timers --------------------------------------------------------------------
     def on_ack(self, now_us: int, seq: int) -> None:

@@ -73,6 +73,7 @@ class VbvEncoder:
         self.wanted = budget / (1.0 - self.decay)
         self.cplx_sum = 1.0 / (1.0 - self.decay)
         self.fill = 0.9 * self.k * budget  # x264 starts the buffer 90 % full
+        self.quality_bps = start_bps
 
     @property
     def buffer_bits(self) -> float:
@@ -100,4 +101,7 @@ class VbvEncoder:
         bits = min(bits, self.fill)  # VBV: never more than the buffer holds
         bits = max(bits, MIN_FRAME_BYTES * 8.0)
         self.fill = max(self.fill - bits, 0.0)
+        # bits per unit of content complexity, per second: the frame's quantizer, which sets
+        # its picture quality (sim/quality.py)
+        self.quality_bps = bits / cplx / self.dt
         return int(bits / 8.0)

@@ -48,6 +48,14 @@ class VideoConfig:
     # and the sender's next frame is one (WebRTC; sim/receiver.py). Off: a loss leaves the
     # frames that depend on it undecodable until the next GoP
     keyframe_on_loss: bool = False
+    # picture quality (sim/quality.py): the measured rate -> SSIM/PSNR curve of this content
+    # ("camera": a fixed camera over a street scene; "animation"), the resolution it is
+    # encoded at, what SVC costs, and SQI-SSIM's decay of a frozen picture
+    quality_model: str = "camera"
+    width: int = 1280
+    height: int = 720
+    svc_overhead: float = 0.165  # Octopus SEC'23 §6.1: VP8-SVC frames 15-18 % larger
+    sqi_decay_s: float = 1.0
 
 
 # libwebrtc's default key frame interval for VP8, VP9 and H.264 (VideoEncoder::
@@ -88,6 +96,9 @@ class FrameTable:
     nmsgs: list[int] = field(default_factory=list)
     target_bps: list[float] = field(default_factory=list)
     sent_us: list[int] = field(default_factory=list)  # last packet left the pacer (-1: not yet)
+    # the rate the encoder gave this frame's content: its bits over its complexity, per
+    # second (what sets its picture quality; sim/quality.py)
+    quality_bps: list[float] = field(default_factory=list)
 
 
 # Temporal SVC (3 temporal layers over a GoP): frame position -> (priority, threshold, weight).
@@ -114,6 +125,7 @@ class VideoEncoder:
         self.rate = start_bps
         self.dt = 1.0 / cfg.fps
         self.alpha = 1.0 - math.exp(-self.dt * 1000.0 / max(cfg.lag_ms, 1e-3))
+        self.quality_bps = start_bps
         self.cx = 0.0
         self.cx_a = math.exp(-self.dt / max(cfg.complexity_corr_s, 1e-3))
         g = cfg.gop if cfg.gop > 0 else 10**9
@@ -134,7 +146,11 @@ class VideoEncoder:
         )
         noise = self.rng.normal(0.0, cfg.overshoot_std) if cfg.overshoot_std > 0 else 0.0
         mean = self.rate * self.dt / 8.0 * weight / self.norm
-        return max(64, int(mean * math.exp(self.cx + noise)))
+        size = max(64, int(mean * math.exp(self.cx + noise)))
+        # bits per unit of content complexity, per second (the complexity is what makes the
+        # frame larger without making it better)
+        self.quality_bps = size * 8.0 / (self.dt * weight / self.norm * math.exp(self.cx))
+        return size
 
 
 PACER_MAX_QUEUE_US = 2_000_000  # libwebrtc PacingController::kMaxExpectedQueueLength
@@ -201,6 +217,8 @@ class VideoSender:
         self.sent_bytes = 0  # encoded (media) bytes
         self.padding_bytes = 0  # probe padding bytes sent
         self.skipped_frames = 0  # frames the encoder skipped (``skip_frame``)
+        self.skipped_us: list[int] = []  # their capture times (SQI-SSIM scores them)
+        self.quality_bps = start_bps
         self.gop_start = 0  # frame index of the current GoP's I-frame
         self.key_requested = False  # a key frame request (PLI) waits for the next frame
         self.keyframes_requested = 0  # requests that started a new GoP
@@ -274,6 +292,7 @@ class VideoSender:
             deps_n = (self.prev_frame_msgs[0],) if j > 0 and self.prev_frame_msgs else ()
             hdr = self._hdr(prio=0, drop=False, thr=0, br=0)
             msgs.append((size, deps_n, hdr, 0))
+        self.quality_bps = self.enc.quality_bps
         pkts: list[Packet] = []
         frame_msgs = []
         total_size = 0
@@ -312,6 +331,7 @@ class VideoSender:
         fr.nmsgs.append(len(frame_msgs))
         fr.target_bps.append(target)
         fr.sent_us.append(-1)
+        fr.quality_bps.append(self.quality_bps)
         self.sent_bytes += total_size
         return target
 
@@ -335,10 +355,11 @@ class VideoSender:
         and starts a GoP (requests before it is encoded are one)."""
         self.key_requested = True
 
-    def skip_frame(self) -> None:
+    def skip_frame(self, now_us: int) -> None:
         """The encoder skips a frame (Dumbo's latency control: the media queue would take too
         long to drain): nothing is encoded, the next frame refers to the last one encoded."""
         self.skipped_frames += 1
+        self.skipped_us.append(now_us)
 
     def release(self, now_us: int, target_bps: float, until_us: int | None = None) -> list[Packet]:
         """The queued packets the pacer sends in [now, until) (all of them if ``until`` is

@@ -25,12 +25,16 @@ def test_eval_sec23_quick_reports_the_papers_claims(tmp_path: Path) -> None:
     assert (tmp_path / "sec23.png").stat().st_size > 5_000
     data = json.loads((tmp_path / "sec23.json").read_text())
     claims = {c["claim"]: c for c in data["claims"]}
-    assert len(claims) == 7
+    assert len(claims) == 8
     tail = claims["Octopus's tail (p99) frame latency is lower than OctoBBR's"]
     assert tail["verdict"] != "does not hold" and tail["measured_mean"] < 1.0
     runs = data["runs"]["Verizon-LTE-short"]
     assert set(runs) == {"octopus", "octobbr", "webrtc", "bbr-video"}
     assert all(r[0]["frames_decoded"] > 0 for r in runs.values())
+    # §6.2's metric from the measured rate -> SSIM curve, on every scheme
+    assert all(0.5 < r[0]["sqi_ssim"] < 1.0 for r in runs.values())
+    assert all(0 < r[0]["sqi_ssim_db"] < 40 for r in runs.values())
+    assert "Octopus's SQI-SSIM (dB) is higher than WebRTC's (§6.2)" in claims
     case1 = data["case1"]["Verizon-LTE-short"]  # §6.1: fixed quality, AoI
     assert set(case1) == {"octopus", "octobbr", "awstream", "salsify"}
     assert all(0 < r[0]["aoi_p50_ms"] <= r[0]["aoi_p99_ms"] for r in case1.values())
