@@ -6,7 +6,9 @@ Internet", NSDI 2018), default mode, on the packet-level transport.
 - Per ACK: the current rate lambda = cwnd / RTTstanding; cwnd += v / (delta x cwnd) when
   lambda <= lambda_t, else cwnd -= v / (delta x cwnd) (packets).
 - Velocity v: 1; once the window has moved the same way for three RTTs in a row it doubles
-  every RTT; a change of direction resets it to 1.
+  every RTT; a change of direction resets it to 1: at the once-per-RTT check, and at once when
+  an ACK's decision goes against a velocity above 1 (as the reference Copa in mvfst does).
+  Direction is not tracked while slow start grows the window (also as mvfst).
 - Slow start: cwnd doubles every RTT until lambda first exceeds lambda_t.
 - Pacing at 2 x cwnd / RTTstanding, as the paper's sender.
 - Left out: the competitive mode (delta adapted against buffer-filling flows, §2.2) and the
@@ -82,15 +84,22 @@ class Copa(WindowScheme):
         dq_s = (self.rtt_standing - self.rtt_min) / 1e6
         rate = self.cwnd_p / (self.rtt_standing / 1e6)  # packets/s
         target = float("inf") if dq_s <= 0 else 1.0 / (self.delta * dq_s)
-        if self.slow_start:
-            if rate <= target:
-                self.cwnd_p += rs.acked / self.mss  # doubles every RTT
-                self._once_per_rtt(now_us)
-                return
-            self.slow_start = False
-        step = self.velocity * (rs.acked / self.mss) / (self.delta * self.cwnd_p)
-        self.cwnd_p = self.cwnd_p + step if rate <= target else max(self.cwnd_p - step, 2.0)
+        up = rate <= target
+        if up and self.slow_start:
+            self.cwnd_p += rs.acked / self.mss  # doubles every RTT
+            return
+        self.slow_start = False
         self._once_per_rtt(now_us)
+        d = 1 if up else -1
+        if self.velocity > 1.0 and d != self.direction:
+            # the decision turned against a velocity built up the other way: reset it at
+            # once, not at the next once-per-RTT check (the reference implementation's
+            # Copa in mvfst does); else a velocity doubled on the way down to the floor
+            # multiplies the first step up (a window of 2 packets grew to thousands)
+            self.direction, self.velocity, self.same_direction_rtts = d, 1.0, 0
+            self.mark_us, self.mark_cwnd = now_us, self.cwnd_p
+        step = self.velocity * (rs.acked / self.mss) / (self.delta * self.cwnd_p)
+        self.cwnd_p = self.cwnd_p + step if up else max(self.cwnd_p - step, 2.0)
 
     def _once_per_rtt(self, now_us: int) -> None:
         """Velocity: compare the window with its value one RTT ago."""
