@@ -32,11 +32,35 @@ def claim_row(text: str, paper: str, ratios: list[float], expected: float,
     }  # fmt: skip
 
 
+def diff_row(text: str, paper: str, diffs: list[float], expected: float,
+             unit: str) -> dict[str, Any]:  # fmt: skip
+    """A claim stated as a difference (ours - the baseline, e.g. "+1.5 dB PSNR", "-100 ms"):
+    the same rule as ``claim_row`` on the difference's side of 0 and its size."""
+    up = expected > 0
+    direction = bool(diffs) and all((x > 0) if up else (x < 0) for x in diffs)
+    mean = statistics.fmean(diffs) if diffs else math.nan
+    big_enough = abs(mean) >= 0.5 * abs(expected)
+    verdict = ("holds" if direction and big_enough
+               else "direction holds, the effect is under half the paper's" if direction
+               else "does not hold")  # fmt: skip
+    return {
+        "claim": text, "paper": paper, "unit": unit,
+        "measured_mean": round(mean, 3) if diffs else None,
+        "measured_min": round(min(diffs), 3) if diffs else None,
+        "measured_max": round(max(diffs), 3) if diffs else None,
+        "seeds": len(diffs), "verdict": verdict,
+    }  # fmt: skip
+
+
 def claims_table(rows: list[dict[str, Any]]) -> list[str]:
     """The Markdown claims table of a report: the paper's figure, the measured ratio's mean
     (min-max over runs) and the verdict, one row per ``claim_row``."""
     lines = ["| claim | paper | measured | verdict |", "|---|---|---|---|"]
     for c in rows:
-        lines.append(f"| {c['claim']} | {c['paper']} | {c['measured_mean']}x "
-                     f"({c['measured_min']}-{c['measured_max']}) | {c['verdict']} |")  # fmt: skip
+        if "unit" in c:  # a difference (``diff_row``)
+            m = (f"{c['measured_mean']:+g} {c['unit']} ({c['measured_min']:+g} to "
+                 f"{c['measured_max']:+g})")  # fmt: skip
+        else:
+            m = f"{c['measured_mean']}x ({c['measured_min']}-{c['measured_max']})"
+        lines.append(f"| {c['claim']} | {c['paper']} | {m} | {c['verdict']} |")
     return lines

@@ -132,9 +132,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         )  # fmt: skip
         return r
 
-    report_parser("dumbo", "the Dumbo thesis's pulse-link convergence: RoCC/Copa with and "
-                  "without Dumbo, and GCC; claims table and plot",
-                  "one seed (default: five)").set_defaults(func=_cmd_dumbo)  # fmt: skip
+    du = report_parser("dumbo", "the Dumbo thesis: pulse-link convergence (RoCC/Copa with "
+                       "and without Dumbo, GCC) and the comparison with GCC on cellular "
+                       "traces; claims tables and plots",
+                       "one seed (default: five) and one trace for 20 s")  # fmt: skip
+    du.add_argument("--traces", metavar="DIR", default="../shared/traces/mahimahi",
+                    help="Mahimahi cellular traces for §6.2's comparison with GCC "
+                    "(default: %(default)s)")  # fmt: skip
+    du.add_argument(
+        "--no-cellular",
+        action="store_true",
+        help="only the pulse-link experiment (no traces needed)",
+    )
+    du.set_defaults(func=_cmd_dumbo)
     m = report_parser("morc", "MORC's Table 1: MORC vs CUBIC vs BBR utilization on varying "
                       "links", "3 of the 14 profiles, 10 s runs")  # fmt: skip
     m.add_argument("--duration", type=float, default=30.0, metavar="S",
@@ -328,13 +338,46 @@ def _write_report(out: Path, markdown: Callable[[str], str], data: dict[str, Any
 
 
 def _cmd_dumbo(args: argparse.Namespace) -> int:
+    from octoric.experiments import dumbo_cellular as cell
     from octoric.experiments import dumbo_eval as ev
+    from octoric.experiments.claims import claims_table
 
     seeds = 1 if args.quick else 5
-    runs = ev.run_all(seeds, _counter(seeds * len(ev.SCHEMES)))
-    data = {"claims": ev.claims_table(runs), "schemes": ev.scheme_table(runs), "seeds": seeds}
-    return _write_report(Path(args.out), lambda png: ev.markdown(runs, seeds, png), data,
-                         lambda png: ev.plot(runs, png))  # fmt: skip
+    traces = Path(args.traces)
+    if not args.no_cellular and not cell.find_traces(traces):
+        raise OctoricError(f"no Mahimahi traces (*.down) in {traces}: give --traces DIR, or "
+                           "--no-cellular for the pulse-link experiment only")  # fmt: skip
+    n_cell = (
+        0
+        if args.no_cellular
+        else (len(cell.SCHEMES) * (1 if args.quick else 2 * len(cell.find_traces(traces))))
+    )
+    count = _counter(seeds * len(ev.SCHEMES) + n_cell)
+    runs = ev.run_all(seeds, count)
+    cellular = (
+        None if args.no_cellular else cell.run_all(traces, args.quick, ev.ENCODER_LAG_MS, count)
+    )
+    data: dict[str, Any] = {"claims": ev.claims_table(runs), "schemes": ev.scheme_table(runs),
+                            "seeds": seeds}  # fmt: skip
+    if cellular is not None:
+        data["cellular"] = {**cellular, "claims": cell.claims(cellular)}
+    out = Path(args.out)
+    cell_png = out.with_name(f"{out.stem}-cellular.png")
+
+    def markdown(png: str) -> str:
+        text = ev.markdown(runs, seeds, png)
+        if cellular is None:
+            return text
+        extra = cell.markdown(cellular, claims_table)
+        extra += ["", f"![network delay against SSIM per run]({cell_png.name})", ""]
+        return text + "\n".join(extra)
+
+    def plot(png: Path) -> None:
+        ev.plot(runs, png)
+        if cellular is not None:
+            cell.plot(cellular, cell_png)
+
+    return _write_report(out, markdown, data, plot)
 
 
 def _cmd_morc(args: argparse.Namespace) -> int:

@@ -10,11 +10,11 @@ and GCC (libwebrtc's, with probing), each with its own paper's parameters.
 Metrics: the thesis's convergence time after the step up is the time until the delivered rate
 first reaches 90 % of the highest rate the scheme reaches after it; here 90 % of the link
 (2.7 Mbit/s), in the bin and on average over the 2 s from it (250 ms bins), because a scheme
-that still has a standing queue at the step up (GCC and Copa without padding here: seconds of
-it) delivers at the link rate for the half second its queue takes to drain, which is not
-convergence. The steady-state utilization is the mean delivered rate over the last 20 s of the
-high phase. Every claim gets the measured value over the seeds (mean and min-max), the
-thesis's figure, and a verdict on its direction.
+that still has a standing queue at the step up (GCC here: seconds of it) delivers at the
+link rate for the half second its queue takes to drain, which is not convergence. The
+steady-state utilization is the mean delivered rate over the last 20 s of the high phase.
+Every claim gets the measured value over the seeds (mean and min-max), the thesis's figure,
+and a verdict on its direction.
 """
 
 from __future__ import annotations
@@ -195,10 +195,8 @@ def markdown(runs: list[Run], seeds: int, plot: str | None) -> str:
         lines += ["", f"![delivered rate per scheme, seed 1]({plot})"]
     lines += [
         "",
-        "Differences from the thesis: the encoder is a model with a 2 s lag, not VP8; "
-        "Copa without padding keeps growing its window while app-limited here and floods "
-        "the queue when the encoder catches up (docs/sim.md); the thesis's WebRTC Copa "
-        "did not. GCC is octoric's libwebrtc model with probing (docs/sim.md, GCC).",
+        "Differences from the thesis: the encoder is a model with a 2 s lag, not VP8. "
+        "GCC is octoric's libwebrtc model with probing (docs/sim.md, GCC).",
         "",
     ]
     return "\n".join(lines)

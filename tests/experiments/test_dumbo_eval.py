@@ -15,9 +15,14 @@ from octoric.cli import main
 pytestmark = pytest.mark.unit
 
 
+TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces" / "mahimahi"
+
+
+@pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/traces/mahimahi is not beside the "
+                    "checkout")  # fmt: skip
 def test_eval_dumbo_quick_writes_a_report_whose_defining_claims_hold(tmp_path: Path) -> None:
     out = tmp_path / "dumbo.md"
-    assert main(["eval", "dumbo", "--quick", "--out", str(out)]) == 0
+    assert main(["eval", "dumbo", "--quick", "--traces", str(TRACES), "--out", str(out)]) == 0
     report = out.read_text()
     assert "| claim | thesis | measured | verdict |" in report and "dumbo.png" in report
     assert (tmp_path / "dumbo.png").stat().st_size > 10_000
@@ -31,3 +36,23 @@ def test_eval_dumbo_quick_writes_a_report_whose_defining_claims_hold(tmp_path: P
     schemes = {s["scheme"]: s for s in data["schemes"]}
     assert set(schemes) == {"rocc", "rocc+dumbo", "copa", "copa+dumbo", "gcc"}
     assert schemes["rocc+dumbo"]["padding_share"] > 0 and schemes["rocc"]["padding_share"] == 0
+    # §6.2 on cellular traces: GCC with and without probing against the Dumbo schemes,
+    # quality from the measured rate -> SSIM/PSNR curve
+    cell = data["cellular"]
+    assert len(cell["claims"]) == 12
+    assert all(c["verdict"] in verdicts for c in cell["claims"])
+    runs = next(iter(cell["runs"].values()))
+    assert set(runs) == {"gcc", "gcc-noprobe", "copa+dumbo", "rocc+dumbo"}
+    for r in (x[0] for x in runs.values()):
+        assert 20 < r["psnr_db"] < 60 and 3 < r["ssim_db"] < 30 and r["video_kbps"] > 0
+    assert "§6.2: against GCC on cellular traces" in report
+    assert (tmp_path / "dumbo-cellular.png").stat().st_size > 10_000
+
+
+def test_eval_dumbo_names_missing_traces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc = main(["eval", "dumbo", "--quick", "--traces", str(tmp_path), "--out",
+               str(tmp_path / "d.md")])  # fmt: skip
+    assert rc != 0 and "--no-cellular" in capsys.readouterr().err
+    assert not (tmp_path / "d.md").exists()
