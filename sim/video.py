@@ -218,7 +218,6 @@ class VideoSender:
         self.padding_bytes = 0  # probe padding bytes sent
         self.skipped_frames = 0  # frames the encoder skipped (``skip_frame``)
         self.skipped_us: list[int] = []  # their capture times (SQI-SSIM scores them)
-        self.quality_bps = start_bps
         self.gop_start = 0  # frame index of the current GoP's I-frame
         self.key_requested = False  # a key frame request (PLI) waits for the next frame
         self.keyframes_requested = 0  # requests that started a new GoP
@@ -292,7 +291,6 @@ class VideoSender:
             deps_n = (self.prev_frame_msgs[0],) if j > 0 and self.prev_frame_msgs else ()
             hdr = self._hdr(prio=0, drop=False, thr=0, br=0)
             msgs.append((size, deps_n, hdr, 0))
-        self.quality_bps = self.enc.quality_bps
         pkts: list[Packet] = []
         frame_msgs = []
         total_size = 0
@@ -331,7 +329,7 @@ class VideoSender:
         fr.nmsgs.append(len(frame_msgs))
         fr.target_bps.append(target)
         fr.sent_us.append(-1)
-        fr.quality_bps.append(self.quality_bps)
+        fr.quality_bps.append(self.enc.quality_bps)
         self.sent_bytes += total_size
         return target
 

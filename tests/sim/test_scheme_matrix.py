@@ -19,7 +19,7 @@ from octoric.sim.scenario import load
 pytestmark = pytest.mark.unit
 TRACE = Path(__file__).resolve().parents[3] / "shared/traces/mahimahi/Verizon-LTE-short.down"
 VIDEO_KEYS = ("frame_latency_ms", "network_latency_ms", "valid_bitrate_kbps",
-              "frame_bitrate_kbps", "stall_rate", "aoi_ms")  # fmt: skip
+              "frame_bitrate_kbps", "stall_rate", "aoi_ms", "quality")  # fmt: skip
 BULK_KEYS = ("goodput_kbps", "network_latency_ms", "queue_delay_ms", "rtt_ms")
 
 
@@ -44,6 +44,9 @@ def test_every_scheme_runs_on_every_route_and_a_trace(tmp_path: Path) -> None:
             keys = BULK_KEYS if f["traffic"] == "bulk" else VIDEO_KEYS
             missing = [k for k in keys if k not in f]
             assert not missing, (scenario, name, missing)
+            if "quality" in keys:  # SSIM/PSNR and SQI-SSIM from the measured curve
+                assert f["quality"]["frames_scored"] > 0, (scenario, name)
+                assert 0 <= f["quality"]["sqi_ssim"] <= 1, (scenario, name)
             assert u["utilization"] is not None and u["utilization"] > 0, (scenario, name)
             assert f["scheme"] == name or f.get("window_scheme") == name, (scenario, name)
 
