@@ -64,18 +64,24 @@ class MediaQueue(Protocol):
     def drop_head(self) -> Packet: ...
 
 
-@dataclass(slots=True)
 class RateSample:
-    """What one ACK tells the scheme (bytes, µs)."""
+    """What one ACK tells the scheme (bytes, µs). A plain class with its own ``__init__``, not a
+    dataclass: a dataclass's ``__init__`` is generated at import and stays interpreted under
+    mypyc, and one of these is built per ACK."""
 
-    seq: int  # the packet this ACK acknowledges
-    acked: int  # bytes newly acknowledged by this ACK
-    delivered: int  # bytes delivered over ``interval_us`` (the delivery-rate sample)
-    interval_us: int
-    rtt_us: int
-    prior_delivered: int  # the connection's delivered count when the packet was sent
-    inflight: int  # bytes in flight after this ACK
-    is_app_limited: bool
+    __slots__ = ("acked", "delivered", "inflight", "interval_us", "is_app_limited",
+                 "prior_delivered", "rtt_us", "seq")  # fmt: skip
+
+    def __init__(self, seq: int, acked: int, delivered: int, interval_us: int, rtt_us: int,
+                 prior_delivered: int, inflight: int, is_app_limited: bool) -> None:  # fmt: skip
+        self.seq = seq  # the packet this ACK acknowledges
+        self.acked = acked  # bytes newly acknowledged by this ACK
+        self.delivered = delivered  # bytes delivered over ``interval_us`` (the rate sample)
+        self.interval_us = interval_us
+        self.rtt_us = rtt_us
+        self.prior_delivered = prior_delivered  # the connection's delivered count at send
+        self.inflight = inflight  # bytes in flight after this ACK
+        self.is_app_limited = is_app_limited
 
     @property
     def delivery_bps(self) -> float:
