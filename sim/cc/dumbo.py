@@ -52,21 +52,33 @@ class DumboControl:
         self.start_bps = start_bps
         self.window_us = standing_window_us
         self.threshold_us = latency_threshold_us
-        self._q: deque[tuple[int, int]] = deque()  # (time, bytes) of each change in the window
+        # the queue sizes that can still be the window's minimum, oldest first and strictly
+        # increasing: [since, bytes, until] (until: the next change, -1 while in force). A
+        # size is dropped once a later one is no larger (every window that holds the older
+        # one from now on holds the later one too), or once its ``until`` is before the window
+        self._q: deque[list[int]] = deque()
+        self._last = -1  # the size in force (the latest change)
 
     def on_queue(self, now_us: int, queue_bytes: int) -> None:
         """The media queue holds ``queue_bytes`` from ``now_us`` on."""
+        if queue_bytes == self._last:
+            return
+        self._last = queue_bytes
         q = self._q
-        if not q or q[-1][1] != queue_bytes:
-            q.append((now_us, queue_bytes))
+        if q:
+            q[-1][2] = now_us  # the size in force until now (the back is always the latest)
+        while q and q[-1][1] >= queue_bytes:
+            q.pop()
+        q.append([now_us, queue_bytes, -1])
 
     def standing_bytes(self, now_us: int) -> int:
         """The smallest queue since ``now - T``: every size in force at some time of the window
-        (the one set before it began included)."""
+        (the one set before it began included). O(1) amortized: a sliding-window minimum."""
         q = self._q
-        while len(q) > 1 and q[1][0] <= now_us - self.window_us:
+        start = now_us - self.window_us
+        while len(q) > 1 and 0 <= q[0][2] <= start:
             q.popleft()
-        return min(b for _, b in q) if q else 0
+        return q[0][1] if q else 0
 
     def decide(self, now_us: int, sending_bps: float | None, queue_bytes: int,
                min_bps: float) -> EncoderDecision:  # fmt: skip

@@ -177,6 +177,30 @@ def test_dumbo_control_subtracts_the_standing_queue_and_skips_frames() -> None:
     assert ctl.decide(200_000, 2e6, 30_000, 5e4).skip
 
 
+def test_standing_queue_is_the_window_minimum_of_every_size_in_force() -> None:
+    """The sliding-window minimum gives what a scan of every change in the window gives
+    (random queue sizes and query times, 20 000 changes)."""
+    rng = np.random.default_rng(7)
+    ctl = DumboControl(start_bps=1e6)
+    changes: list[tuple[int, int]] = []  # every change, for the scan
+    t = 0
+    for _ in range(20_000):
+        t += int(rng.integers(0, 30_000))
+        size = int(rng.integers(0, 8)) * 1000  # repeats and ties on purpose
+        ctl.on_queue(t, size)
+        if not changes or changes[-1][1] != size:
+            changes.append((t, size))
+        if rng.random() < 0.3:
+            now = t + int(rng.integers(0, 200_000))
+            start = now - 100_000
+            # in force within [start, now]: changes after start, and the one in force at start
+            before = [c for c in changes if c[0] <= start]
+            inside = [c[1] for c in changes if c[0] > start]
+            want = min(inside + ([before[-1][1]] if before else []))
+            assert ctl.standing_bytes(now) == want
+            t = now
+
+
 def test_split_dumbo_and_a_rate_scheme_with_padding_is_refused() -> None:
     assert split_dumbo("rocc+dumbo") == ("rocc", True) and split_dumbo("gcc") == ("gcc", False)
     ue = UeSpec(
