@@ -365,7 +365,7 @@ def _cmd_dumbo(args: argparse.Namespace) -> int:
     cell_png = out.with_name(f"{out.stem}-cellular.png")
 
     def markdown(png: str) -> str:
-        text = ev.markdown(runs, seeds, png)
+        text = ev.markdown(runs, seeds, png, cellular=cellular is not None)
         if cellular is None:
             return text
         extra = cell.markdown(cellular, claims_table)

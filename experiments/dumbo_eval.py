@@ -167,9 +167,12 @@ def scheme_table(runs: list[Run]) -> list[dict[str, Any]]:
     return rows
 
 
-def markdown(runs: list[Run], seeds: int, plot: str | None) -> str:
+def markdown(runs: list[Run], seeds: int, plot: str | None,
+             cellular: bool = False) -> str:  # fmt: skip
     lines = [
-        "# Dumbo thesis (MIT 2023) §6.2.1: convergence on a pulse link, in the simulator",
+        "# Dumbo thesis (MIT 2023) §6.2.1: convergence on a pulse link"
+        + (", and §6.2 against GCC on cellular traces" if cellular else "")
+        + ", in the simulator",
         "",
         "Written by `octoric eval dumbo` (experiments/dumbo_eval.py, whose docstring gives the "
         f"setup). {seeds} seed(s); the measured column is the per-seed ratio's mean "

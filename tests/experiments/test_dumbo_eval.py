@@ -56,3 +56,8 @@ def test_eval_dumbo_names_missing_traces(
                str(tmp_path / "d.md")])  # fmt: skip
     assert rc != 0 and "--no-cellular" in capsys.readouterr().err
     assert not (tmp_path / "d.md").exists()
+    # the pulse-link part alone needs no traces
+    out = tmp_path / "pulse.md"
+    assert main(["eval", "dumbo", "--quick", "--no-cellular", "--out", str(out)]) == 0
+    assert "cellular" not in out.read_text().splitlines()[0]
+    assert "cellular" not in json.loads(out.with_suffix(".json").read_text())
