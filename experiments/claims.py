@@ -15,11 +15,25 @@ def claim_row(text: str, paper: str, ratios: list[float], expected: float,
     side of 1; the claim holds when the mean effect |ratio - 1| is also at least half the
     paper's. Infinite ratios (a side that never converged) count for the direction only.
     ``direction_only``: the paper states a direction, no figure (``expected`` gives the side)."""
-    up = expected > 1
-    direction = all((x > 1) if up else (x < 1) for x in ratios)
-    finite = [x for x in ratios if math.isfinite(x)]
+    return _row(text, paper, ratios, 1.0, expected, direction_only)
+
+
+def diff_row(text: str, paper: str, diffs: list[float], expected: float,
+             unit: str) -> dict[str, Any]:  # fmt: skip
+    """A claim stated as a difference (ours - the baseline, e.g. "+1.5 dB PSNR", "-100 ms"):
+    the same rule as ``claim_row`` on the difference's side of 0 and its size."""
+    return {**_row(text, paper, diffs, 0.0, expected), "unit": unit}
+
+
+def _row(text: str, paper: str, values: list[float], neutral: float, expected: float,
+         direction_only: bool = False) -> dict[str, Any]:  # fmt: skip
+    """The one verdict rule, around ``neutral`` (1 for ratios, 0 for differences); no
+    measurement at all does not hold."""
+    up = expected > neutral
+    direction = bool(values) and all((x > neutral) if up else (x < neutral) for x in values)
+    finite = [x for x in values if math.isfinite(x)]
     mean = statistics.fmean(finite) if finite else math.inf
-    big_enough = direction_only or abs(mean - 1) >= 0.5 * abs(expected - 1)
+    big_enough = direction_only or abs(mean - neutral) >= 0.5 * abs(expected - neutral)
     verdict = ("holds" if direction and big_enough
                else "direction holds, the effect is under half the paper's" if direction
                else "does not hold")  # fmt: skip
@@ -28,27 +42,7 @@ def claim_row(text: str, paper: str, ratios: list[float], expected: float,
         "measured_mean": round(mean, 3) if finite else None,
         "measured_min": round(min(finite), 3) if finite else None,
         "measured_max": round(max(finite), 3) if finite else None,
-        "seeds": len(ratios), "verdict": verdict,
-    }  # fmt: skip
-
-
-def diff_row(text: str, paper: str, diffs: list[float], expected: float,
-             unit: str) -> dict[str, Any]:  # fmt: skip
-    """A claim stated as a difference (ours - the baseline, e.g. "+1.5 dB PSNR", "-100 ms"):
-    the same rule as ``claim_row`` on the difference's side of 0 and its size."""
-    up = expected > 0
-    direction = bool(diffs) and all((x > 0) if up else (x < 0) for x in diffs)
-    mean = statistics.fmean(diffs) if diffs else math.nan
-    big_enough = abs(mean) >= 0.5 * abs(expected)
-    verdict = ("holds" if direction and big_enough
-               else "direction holds, the effect is under half the paper's" if direction
-               else "does not hold")  # fmt: skip
-    return {
-        "claim": text, "paper": paper, "unit": unit,
-        "measured_mean": round(mean, 3) if diffs else None,
-        "measured_min": round(min(diffs), 3) if diffs else None,
-        "measured_max": round(max(diffs), 3) if diffs else None,
-        "seeds": len(diffs), "verdict": verdict,
+        "seeds": len(values), "verdict": verdict,
     }  # fmt: skip
 
 
