@@ -340,7 +340,6 @@ def _write_report(out: Path, markdown: Callable[[str], str], data: dict[str, Any
 def _cmd_dumbo(args: argparse.Namespace) -> int:
     from octoric.experiments import dumbo_cellular as cell
     from octoric.experiments import dumbo_eval as ev
-    from octoric.experiments.claims import claims_table
 
     seeds = 1 if args.quick else 5
     traces = Path(args.traces)
@@ -368,7 +367,7 @@ def _cmd_dumbo(args: argparse.Namespace) -> int:
         text = ev.markdown(runs, seeds, png, cellular=cellular is not None)
         if cellular is None:
             return text
-        extra = cell.markdown(cellular, claims_table)
+        extra = cell.markdown(cellular)
         extra += ["", f"![network delay against SSIM per run]({cell_png.name})", ""]
         return text + "\n".join(extra)
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from octoric.experiments.claims import claim_row, diff_row
+from octoric.experiments.claims import claim_row, claims_table, diff_row
 from octoric.experiments.grid import Runs, run_grid
 from octoric.sim.engine import Engine
 from octoric.sim.scenario import ChannelSpec, FlowSpec, Scenario, UeSpec
@@ -126,8 +126,7 @@ def claims(res: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def markdown(res: dict[str, Any], claims_lines: Callable[[list[dict[str, Any]]], list[str]]
-             ) -> list[str]:  # fmt: skip
+def markdown(res: dict[str, Any]) -> list[str]:
     lines = [
         "", "## §6.2: against GCC on cellular traces",
         "",
@@ -139,7 +138,7 @@ def markdown(res: dict[str, Any], claims_lines: Callable[[list[dict[str, Any]]],
         "(docs/sim.md, \"Picture quality\"), not from decoded pixels; differences in dB "
         "(measured: mean and min-max of the per-run difference).",
         "",
-        *claims_lines(claims(res)),
+        *claims_table(claims(res)),
         "",
         "| trace | scheme | PSNR (dB) | SSIM (dB) | frame latency (ms) | video (kbit/s) | "
         "link used | network delay (ms) |",
