@@ -38,11 +38,12 @@ class LatencyTrace:
             path = Path(d) / f"{point}-{os.getpid()}.trace"
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
-    def mark(self, pdu: bytes, at_ns: int | None = None) -> None:
-        """Record that ``pdu`` passed this point at ``at_ns`` (now if None)."""
+    def mark(self, pdu: bytes, at_ns: int | None = None, key: str | None = None) -> None:
+        """Record that ``pdu`` passed this point at ``at_ns`` (now if None); ``key``: its
+        ``key_of``, when the caller computed it already (two points of one process)."""
         t = time.monotonic_ns() if at_ns is None else at_ns
         if self._fd >= 0:
-            os.write(self._fd, f"{self.point} {t} {key_of(pdu)}\n".encode())
+            os.write(self._fd, f"{self.point} {t} {key or key_of(pdu)}\n".encode())
 
     def close(self) -> None:
         if self._fd >= 0:

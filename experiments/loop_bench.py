@@ -20,16 +20,26 @@ of seconds means it kept up only by queueing, which a 30 s run survives and an h
 
 The indications are built before the clock starts (the fast encoder, then only the sequence
 number and the time stamp are patched per send), so the generator's CPU stays small on this
-2-core machine; each node cycles through a few message variants so the UEs' estimates move and
-every indication changes the registered flows' targets. ``feedback_min_change`` is 0 for the
-run, so a flow hears every change (the default 2% would skip some and leave those indications
-without a latency sample; it does not change how fast one is sent).
+2-core machine. Each node cycles through a few message variants, and in every other one the
+UEs with flows report no MCS (an outage), so their fallback flag flips and every indication
+is due a datagram to every flow: each (indication, flow) pair is one latency sample. (Random
+values alone do not move the target: it is a minimum over the last L ms, constant once a
+short cycle of variants has passed through it.) ``feedback_min_change`` is 0 and the periodic
+refresh is off for the run: a refresh resends the latest target from a timer, a datagram no
+indication caused, whose "latency" is the timer's phase (before 2026-11-27 such datagrams
+were most of the samples, which put the timer's period into the tail).
+
+e2term and the xApp run SCHED_FIFO ``RT_PRIORITY`` (``OCTORIC_RT_PRIORITY``, as a RAN host
+runs its real-time work, and as the handover benchmark runs them) where this process may grant
+it; the latency case runs again at normal scheduling beside it. The gNBs and the receiver
+run at normal priority either way.
 
 Figures per configuration: p50/p99/p99.9 of indication sent -> feedback received, indications
 lost (sent by the gNBs and not processed by the xApp, including any it shed), UE-samples/s
-processed, and the CPU each process spent per UE-sample. No baseline runs beside it: the
-anchors are published figures (FlexRIC < 200 us agent -> xApp, dApps < 450 us), quoted, not
-measured here.
+processed, the CPU each process spent per UE-sample, and where the time goes
+(``breakdown_ms``: gNB -> e2term -> the xApp's handler -> its datagrams sent -> received).
+No baseline runs beside it: the anchors are published figures (FlexRIC < 200 us agent ->
+xApp, dApps < 450 us), quoted, not measured here.
 """
 
 from __future__ import annotations
@@ -48,13 +58,25 @@ from typing import Any
 
 import numpy as np
 
+from octoric import realtime
 from octoric.bench import Benchmark, BenchResult
 from octoric.contracts import kpm as K
 from octoric.contracts import latency_trace
+from octoric.contracts.latency_trace import LatencyTrace
 from octoric.e2sm import envelope, fastenc, kpm
 from octoric.e2sm.common import Guami, UeId, ntp_timestamp
 from octoric.e2sm.node_session import NodeSubscription, ScriptedNode
-from octoric.experiments.bench import REPO, Proc, _env, _get, _post, _spawn, _wait, stop_all
+from octoric.experiments.bench import (
+    REPO,
+    RT_PRIORITY,
+    Proc,
+    _env,
+    _get,
+    _post,
+    _spawn,
+    _wait,
+    stop_all,
+)
 from octoric.redis_server import free_port
 from octoric.ric.stack import LoopThread, RicStack, free_pair, running_ric
 from octoric.xapps.occ.synthetic import random_batch
@@ -73,6 +95,9 @@ class LoopCase:
     n_ues: int  # per node
     period_ms: int  # reporting period; granules of 1 ms, so also the granules per indication
     flows_per_node: int = 10
+    # the flows' UEs alternate outage / no outage (see variant_messages): every indication
+    # is due a datagram to every flow; otherwise only the estimates' own moves send (the soak)
+    flip: bool = False
 
     @property
     def ue_samples_per_s(self) -> float:
@@ -80,10 +105,13 @@ class LoopCase:
 
 
 CASES = (
-    LoopCase("10x100@10ms", 10, 100, 10),
-    LoopCase("1x100@1ms", 1, 100, 1),
-    LoopCase("10x100@20ms", 10, 100, 20),
+    LoopCase("10x100@10ms", 10, 100, 10, flip=True),
+    LoopCase("1x100@1ms", 1, 100, 1, flip=True),
+    LoopCase("10x100@20ms", 10, 100, 20, flip=True),
 )
+# the periodic refresh (every 50 ms by default) resends the latest target from a timer: a
+# datagram no indication caused, whose "latency" is the timer's phase (see the docstring)
+REFRESH_OFF_MS = 600_000
 SUSTAINED_P99_US = 100_000.0  # no standing queue (see the module's docstring)
 
 
@@ -91,14 +119,25 @@ def ue_id(node: int, u: int) -> int:
     return 1000 * (node + 1) + u
 
 
+def flow_rows(case: LoopCase) -> list[int]:
+    """The UEs (row in the node's list) that have a registered flow."""
+    return [u * (case.n_ues // case.flows_per_node) for u in range(case.flows_per_node)]
+
+
 def variant_messages(node: int, case: LoopCase, seed: int) -> list[bytes]:
     """``VARIANTS`` KPM format-3 messages for one node: 100 UEs x 8 measurements x granules,
-    plausible values (``synthetic.random_batch``), each variant different."""
+    plausible values (``synthetic.random_batch``), each variant different. In every other
+    variant the UEs with flows report no MCS (an outage): their fallback flag flips on every
+    indication, so every indication is due a datagram to each flow. Random values alone do
+    not do it: the target is a minimum over the last L ms (Design 3), which a few variants in
+    a cycle stop moving after one cycle."""
     out = []
     rng = np.random.default_rng(seed * 1000 + node)
     infos = tuple(kpm.MeasInfo(m) for m in kpm.OCC_MEASUREMENTS)
-    for _ in range(VARIANTS):
+    for v in range(VARIANTS):
         b = random_batch(rng, case.n_ues, case.period_ms)
+        if case.flip and v % 2 == 0:
+            b[K.BITS_PER_PRB_DL][flow_rows(case), :] = 0.0
         extra = {K.MCS_DL: rng.integers(0, 28, (case.n_ues, case.period_ms)).astype(float),
                  K.UE_THP_DL: rng.uniform(0, 50_000, (case.n_ues, case.period_ms))}  # fmt: skip
         cols = [np.rint(b[m] if m in b else extra[m]).astype(int) for m in kpm.OCC_MEASUREMENTS]
@@ -153,6 +192,8 @@ class LoadNode(ScriptedNode):
         super().__init__(host, port, "tcp", 0x300 + node, period_s=None)
         self.node = node
         self.sent: list[tuple[int, float]] = []  # (t_ms of the newest granule, monotonic send)
+        self.keys: dict[int, str] = {}  # t_ms -> the PDU's trace key (when tracing)
+        self.trace = LatencyTrace("gnb_out")  # the first point of the breakdown
 
 
 async def blast(node: LoadNode, messages: list[bytes], case: LoopCase, t0_ms: int,
@@ -168,9 +209,12 @@ async def blast(node: LoadNode, messages: list[bytes], case: LoopCase, t0_ms: in
         await asyncio.sleep(max(0.0, start + k * period - time.monotonic()))
         t_ms = t0_ms + k * case.period_ms
         pdu = templates[k % len(templates)].fill(sub.sn, t_ms)
-        sent = time.monotonic()
+        sent_ns = time.monotonic_ns()
         await node.conn.send(pdu)
-        node.sent.append((t_ms + case.period_ms - 1, sent))
+        node.sent.append((t_ms + case.period_ms - 1, sent_ns / 1e9))
+        if node.trace.enabled:  # after the send: the CRC costs the span nothing
+            node.trace.mark(pdu, sent_ns)
+            node.keys[t_ms + case.period_ms - 1] = latency_trace.key_of(pdu)
         sub.sn += 1
         node.stats.indications += 1
         k += 1
@@ -227,7 +271,8 @@ def start_occ(stack: RicStack, tmp: Path, case: LoopCase) -> tuple[Proc, int]:
     for p in d["messaging"]["ports"]:
         p["port"] = by_name[p["name"]]
     d["controls"].update({"reporting_period_ms": case.period_ms, "granularity_ms": 1,
-                          "feedback_min_change": 0.0})  # fmt: skip
+                          "feedback_min_change": 0.0,
+                          "feedback_max_interval_ms": REFRESH_OFF_MS})  # fmt: skip
     argv = [sys.executable, "-m", "octoric.xapps.occ", "--rmr-port", str(rmr),
             "--http-port", str(http)]  # fmt: skip
     return _spawn(stack, tmp, "occ", argv, rmr, http, d), http
@@ -237,31 +282,50 @@ def _q(values: np.ndarray, q: float) -> float | None:
     return round(float(np.percentile(values, q)), 1) if len(values) else None
 
 
-def measure(case: LoopCase, seconds: float = 30.0, warmup_s: float = 3.0,
-            seed: int = 5) -> dict[str, Any]:  # fmt: skip
-    """One configuration, one run: the row ``octoric bench loop --json`` prints for it."""
+def measure(case: LoopCase, seconds: float = 30.0, warmup_s: float = 3.0, seed: int = 5,
+            rt_priority: int | None = None) -> dict[str, Any]:  # fmt: skip
+    """One configuration, one run: the row ``octoric bench loop --json`` prints for it.
+    ``rt_priority``: e2term's and the xApp's SCHED_FIFO priority (None: normal scheduling);
+    the gNBs (this process) and the receiver run at normal priority either way."""
     with tempfile.TemporaryDirectory(prefix="octoric-loop-bench-") as d:
         tmp = Path(d)
         traces = tmp / "latency-trace"
-        # e2term and the xApp mark each indication they pass (contracts.latency_trace)
-        with _env(latency_trace.ENV, str(traces)), running_ric(tmp) as stack:
-            row = _run_case(stack, tmp, case, seconds, warmup_s, seed)
-        row["breakdown_ms"] = _breakdown(traces)
+        # e2term and the xApp inherit both: each marks the indications it passes
+        # (contracts.latency_trace), and runs at the priority asked (octoric/realtime.py)
+        with (
+            _env(latency_trace.ENV, str(traces)),
+            _env(realtime.ENV, str(rt_priority or 0)),
+            running_ric(tmp) as stack,
+        ):
+            row, arrivals = _run_case(stack, tmp, case, seconds, warmup_s, seed)
+        row["breakdown_ms"] = _breakdown(traces, arrivals)
+        row["rt_priority"] = rt_priority
         return row
 
 
-def _breakdown(traces: Path) -> dict[str, dict[str, float | None]]:
-    """Where the time goes, from the marks: e2term's arrival of the indication -> the OCC
-    handler's entry (RMR hop and queue), the handler until the feedback datagrams are sent,
-    and the two together; p50 / p99 / p99.9 in ms over every indication of the run."""
-    m = {p: latency_trace.read_marks(traces, p) for p in ("e2term_in", "occ_in", "occ_out")}
+def _breakdown(traces: Path, arrivals: list[tuple[str, int]]) -> dict[str, dict[str, float | None]]:
+    """Where the time goes, from the marks: the gNB's socket write -> e2term's arrival of the
+    indication (TCP hop and e2term's loop), e2term -> the OCC handler's entry (RMR hop and
+    queue), the handler until the feedback datagrams are sent, e2term -> sent (the RIC's
+    share), and sent -> the datagram's arrival at the receiver (UDP hop); p50 / p99 / p99.9 in
+    ms. The first four are over every indication of the run; the last over the feedback
+    samples (``arrivals``: trace key and arrival, ns) that the end-to-end figures use."""
+    points = ("gnb_out", "e2term_in", "occ_in", "occ_out")
+    m = {p: latency_trace.read_marks(traces, p) for p in points}
     out = {}
-    for name, a, b in (("e2term_to_handler", "e2term_in", "occ_in"),
+    for name, a, b in (("gnb_to_e2term", "gnb_out", "e2term_in"),
+                       ("e2term_to_handler", "e2term_in", "occ_in"),
                        ("handler_to_feedback_sent", "occ_in", "occ_out"),
                        ("e2term_to_feedback_sent", "e2term_in", "occ_out")):  # fmt: skip
-        v = np.asarray(latency_trace.spans_ms(m[a], m[b]))
-        out[name] = {"p50": _q3(v, 50), "p99": _q3(v, 99), "p999": _q3(v, 99.9), "n": len(v)}
+        out[name] = _span(np.asarray(latency_trace.spans_ms(m[a], m[b])))
+    sent = m["occ_out"]
+    udp = [(at - sent[k][0]) / 1e6 for k, at in arrivals if len(sent.get(k, ())) == 1]
+    out["feedback_sent_to_received"] = _span(np.asarray(udp))
     return out
+
+
+def _span(v: np.ndarray) -> dict[str, float | None]:
+    return {"p50": _q3(v, 50), "p99": _q3(v, 99), "p999": _q3(v, 99.9), "n": len(v)}
 
 
 def _q3(values: np.ndarray, q: float) -> float | None:
@@ -269,7 +333,8 @@ def _q3(values: np.ndarray, q: float) -> float | None:
 
 
 def _run_case(stack: RicStack, tmp: Path, case: LoopCase, seconds: float, warmup_s: float,
-              seed: int) -> dict[str, Any]:  # fmt: skip
+              seed: int) -> tuple[dict[str, Any], list[tuple[str, int]]]:  # fmt: skip
+    """The row, and each measured feedback sample's trace key and arrival (ns)."""
     loop = LoopThread()
     procs: list[Proc] = []
     nodes = [LoadNode("127.0.0.1", stack.rt.ric.e2_port, g) for g in range(case.n_nodes)]
@@ -288,8 +353,8 @@ def _run_case(stack: RicStack, tmp: Path, case: LoopCase, seconds: float, warmup
         port = json.loads(recv.stdout.readline())["port"]
         base = f"http://127.0.0.1:{http}/occ/v1/flows"
         for n in nodes:
-            for u in range(case.flows_per_node):
-                ue = ue_id(n.node, u * (case.n_ues // case.flows_per_node))
+            for u in flow_rows(case):
+                ue = ue_id(n.node, u)
                 _post(base, {"id": f"f{ue}", "ue": ue, "address": f"127.0.0.1:{port}",
                              "format": "json"}, stack.rt.api_token)  # fmt: skip
         e2t, xpid = _e2term_pid(stack), occ.proc.pid
@@ -322,7 +387,16 @@ def _run_case(stack: RicStack, tmp: Path, case: LoopCase, seconds: float, warmup
         fb = json.loads(out_file.read_text())
     finally:
         stop_all(loop, nodes, procs)
-    return _figures(case, nodes, fb, st0, st1, cpu0, cpu1, elapsed, start + warmup_s)
+    row = _figures(case, nodes, fb, st0, st1, cpu0, cpu1, elapsed, start + warmup_s)
+    measured_from = start + warmup_s
+    sent_at = {(n.node, t): at for n in nodes for t, at in n.sent}
+    arrivals = []
+    for ue, t_ms, at in fb["first"]:  # the samples _figures takes
+        node = ue // 1000 - 1
+        key = nodes[node].keys.get(t_ms) if 0 <= node < len(nodes) else None
+        if key is not None and sent_at.get((node, t_ms), 0.0) >= measured_from:
+            arrivals.append((key, round(at * 1e9)))
+    return row, arrivals
 
 
 async def _start(node: LoadNode) -> None:
@@ -399,8 +473,26 @@ def sustained(lost: int, shed: int, p99_us: float | None) -> bool:
     return lost == 0 and shed == 0 and p99_us is not None and p99_us <= SUSTAINED_P99_US
 
 
+NORMAL = " (normal scheduling)"  # the config name's suffix of the comparison row
+
+
 def cli_json(quick: bool) -> list[dict[str, Any]]:
-    return [measure(c, seconds=5.0 if quick else 30.0) for c in CASES]
+    """Every case with e2term and the xApp at SCHED_FIFO ``RT_PRIORITY`` where this process
+    may grant it (as the handover benchmark runs them: a RAN host's setting for its real-time
+    work, ``OCTORIC_RT_PRIORITY``), then the latency case again at normal scheduling."""
+    prio = RT_PRIORITY if realtime.may_grant(RT_PRIORITY) else None
+    seconds = 5.0 if quick else 30.0
+    rows = [measure(c, seconds=seconds, rt_priority=prio) for c in CASES]
+    if prio is not None:
+        row = measure(CASES[1], seconds=seconds)
+        row["config"] += NORMAL
+        rows.append(row)
+    return rows
+
+
+def _scheduling(r: dict[str, Any]) -> str:
+    p = r.get("rt_priority")
+    return f"e2term and the xApp SCHED_FIFO {p} (OCTORIC_RT_PRIORITY)" if p else "normal scheduling"
 
 
 def _run(quick: bool) -> list[BenchResult]:
@@ -414,7 +506,8 @@ def _run(quick: bool) -> list[BenchResult]:
                 f"{r['feedback_possible']} possible ({r['flows']} flows); CPU us per UE-sample "
                 f"{r['cpu_us_per_ue_sample']}; p50 {r['p50_us']} us, p99.9 {r['p999_us']} us; "
                 f"sustained (0 lost, 0 shed, p99 <= {SUSTAINED_P99_US / 1000:.0f} ms): "
-                f"{'yes' if r['sustained'] else 'no'}; {ANCHORS}")  # fmt: skip
+                f"{'yes' if r['sustained'] else 'no'}; {_scheduling(r)}; breakdown (ms) "
+                f"{_breakdown_note(r['breakdown_ms'])}; {ANCHORS}")  # fmt: skip
         out.append(BenchResult(
             f"loop {r['config']}: indication sent -> feedback received p99", r["p99_us"] or 0.0,
             "us", higher_is_better=False,
@@ -435,6 +528,10 @@ def _run(quick: bool) -> list[BenchResult]:
             if big else None,
         ))  # fmt: skip
     return out
+
+
+def _breakdown_note(b: dict[str, dict[str, float | None]]) -> str:
+    return "; ".join(f"{k} p50 {v['p50']} p99 {v['p99']}" for k, v in b.items())
 
 
 BENCHMARKS = [

@@ -176,3 +176,37 @@ def test_update_batch_sends_what_update_would() -> None:
         assert fb is not None and (fb.ue, fb.target_bps, fb.t_ms) == (4, 4e6, 779)
     finally:
         lst.close()
+
+
+def test_update_batch_follows_flows_added_and_removed_between_batches() -> None:
+    """The same UE list, batch after batch (as a node sends it): a flow registered or removed
+    in between is heard from or left alone on the next batch (the rows with flows are kept
+    per UE list and registry version)."""
+    import numpy as np
+
+    lst = FeedbackListener()
+    try:
+        s = FeedbackSender(min_change=0.0, max_interval_s=10.0)
+        s.add(Flow("f5", 5, "127.0.0.1", lst.address[1], "json"))
+        ids = np.array([4, 5, 6], dtype=np.int64)
+        nofb = np.zeros(3, dtype=np.bool_)
+
+        def batch(t_ms: int) -> list[tuple[int, int | None]]:
+            s.update_batch(ids, np.array([1e6, 2e6, 3e6]) + t_ms, nofb, [None] * 3, t_ms)
+            got, fb = [], lst.get(0.3)
+            while fb is not None:
+                got.append((fb.ue, fb.t_ms))
+                fb = lst.get(0.1)
+            return sorted(got)
+
+        assert batch(1) == [(5, 1)]
+        s.add(Flow("f6", 6, "127.0.0.1", lst.address[1], "json"))
+        assert batch(2) == [(5, 2), (6, 2)]
+        s.remove("f5")
+        assert batch(3) == [(6, 3)]
+        # the same values in another dtype are another list
+        s.update_batch(ids.astype(np.int32), np.array([1e6, 2e6, 9e6]), nofb, [None] * 3, 4)
+        fb = lst.get(0.5)
+        assert fb is not None and (fb.ue, fb.t_ms) == (6, 4)
+    finally:
+        lst.close()

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_loop_bench_closes_the_loop() -> None:
-    case = lb.LoopCase("smoke-1x100@1ms", 1, 100, 1, flows_per_node=10)
+    case = lb.LoopCase("smoke-1x100@1ms", 1, 100, 1, flows_per_node=10, flip=True)
     r = lb.measure(case, seconds=2.0, warmup_s=1.0)
     assert {
         "config",
@@ -28,17 +28,26 @@ def test_loop_bench_closes_the_loop() -> None:
     assert r["config"] == "smoke-1x100@1ms"
     assert r["indications_sent"] == 3000
     assert r["lost"] == 0 and r["indications_processed"] == 3000 and r["shed"] == 0
-    assert r["latency_samples"] > 0  # estimates changed and their datagrams came back
+    # every indication is due a datagram to each of the 10 flows (their UEs' fallback flag
+    # flips) and no periodic refresh sends one no indication caused
+    assert r["feedback_possible"] == 2000 * 10
+    assert r["latency_samples"] >= 0.99 * r["feedback_possible"], r["latency_samples"]
     assert 0 < r["p50_us"] <= r["p99_us"] <= r["p999_us"]
     assert r["ue_samples_per_s"] > 50_000  # 100 UEs x 1000 per s offered
     assert set(r["cpu_us_per_ue_sample"]) == {"e2term", "occ_xapp", "gnbs", "receiver"}
-    # the breakdown joins e2term's and the xApp's marks of every indication
+    # the breakdown joins the gNB's, e2term's and the xApp's marks of every indication, and
+    # the xApp's mark with each datagram's arrival
     b = r["breakdown_ms"]
-    assert set(b) == {"e2term_to_handler", "handler_to_feedback_sent", "e2term_to_feedback_sent"}
-    for span in b.values():
-        assert span["n"] == 3000, b
-        assert 0 < span["p50"] <= span["p99"] <= span["p999"]
+    hops = ("gnb_to_e2term", "e2term_to_handler", "handler_to_feedback_sent")
+    assert set(b) == {*hops, "e2term_to_feedback_sent", "feedback_sent_to_received"}
+    for name in (*hops, "e2term_to_feedback_sent"):
+        assert b[name]["n"] == 3000, b
+        assert 0 < b[name]["p50"] <= b[name]["p99"] <= b[name]["p999"], b
     assert b["e2term_to_feedback_sent"]["p50"] > b["handler_to_feedback_sent"]["p50"]
+    # from the mark after the indication's last datagram: an earlier flow's can be ahead of it
+    udp = b["feedback_sent_to_received"]
+    assert udp["n"] == r["latency_samples"] and udp["p50"] <= udp["p99"] <= udp["p999"]
+    assert udp["p99"] > 0
 
 
 def test_template_patches_only_sn_and_time_stamp() -> None:

@@ -50,6 +50,8 @@ class FeedbackSender:
         self._sent: dict[str, _Sent] = {}
         self.version = 0  # bumped by every add / remove (a cached listing knows it is stale)
         self._by_ue: dict[int, set[str]] = {}
+        # UE list bytes -> (registry version, rows with flows): see _rows_with_flows
+        self._rows_cache: dict[tuple[str, bytes], tuple[int, list[tuple[int, int]]]] = {}
         self._lock = threading.Lock()
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._sock6: socket.socket | None = None
@@ -99,13 +101,13 @@ class FeedbackSender:
         with self._lock:
             self._offer(ue, target, time.monotonic())
 
-    def _offer(self, ue: int, target: UeTarget, now: float) -> None:
+    def _offer(self, ue: int, target: UeTarget, now: float, stamp: float | None = None) -> None:
         """Keep ``target`` and send it to the UE's flows that are due (hold the lock)."""
         self.targets[ue] = target
         for fid in self._by_ue.get(ue, ()):
             last = self._sent.get(fid)
             if last is None or self._due(last, target, now):
-                self._send(self.flows[fid], target, now)
+                self._send(self.flows[fid], target, now, stamp)
 
     def update_batch(
         self,
@@ -120,15 +122,29 @@ class FeedbackSender:
         if not self._by_ue:  # no flows at all (read without the lock: a dict is never torn)
             return
         with self._lock:
-            by_ue = self._by_ue
-            hits = [(i, u) for i, u in enumerate(ue_ids.tolist()) if by_ue.get(u)]
+            hits = self._rows_with_flows(ue_ids)
             if not hits:
                 return
             now = time.monotonic()
+            stamp = time.time()  # one wall-clock reading for the batch's datagrams
             for i, u in hits:
                 bps = float(target_bps[i])
                 if math.isfinite(bps):
-                    self._offer(u, UeTarget(bps, bool(fallback[i]), guamis[i], t_ms), now)
+                    self._offer(u, UeTarget(bps, bool(fallback[i]), guamis[i], t_ms), now, stamp)
+
+    def _rows_with_flows(self, ue_ids: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
+        """(row, UE) of the batch's UEs that have a flow (hold the lock). A node sends the
+        same UE list report after report: the answer is kept per list and registry version."""
+        key = (ue_ids.dtype.str, ue_ids.tobytes())
+        hit = self._rows_cache.get(key)
+        if hit is not None and hit[0] == self.version:
+            return hit[1]
+        by_ue = self._by_ue
+        rows = [(i, u) for i, u in enumerate(ue_ids.tolist()) if by_ue.get(u)]
+        if len(self._rows_cache) >= 1024:
+            self._rows_cache.clear()
+        self._rows_cache[key] = (self.version, rows)
+        return rows
 
     def forget(self, ue: int) -> None:
         with self._lock:
@@ -158,14 +174,14 @@ class FeedbackSender:
                     nxt = min(nxt, last.at + self.max_interval_s)
             return max(0.0, nxt - now)
 
-    def _send(self, flow: Flow, t: UeTarget, now: float) -> None:
+    def _send(self, flow: Flow, t: UeTarget, now: float, stamp: float | None = None) -> None:
         if flow.guami is not None and t.guami is not None and flow.guami != t.guami:
             self.counters["guami_mismatch"] += 1
             return
         if flow.format == "remb":
             data = encode_remb_feedback(flow.sender_ssrc, t.target_bps, t.fallback, flow.ssrcs)
         else:
-            data = encode_json_feedback(flow.ue, t.target_bps, t.fallback, t_ms=t.t_ms)
+            data = encode_json_feedback(flow.ue, t.target_bps, t.fallback, stamp, t.t_ms)
         try:
             if ":" in flow.host:
                 if self._sock6 is None:

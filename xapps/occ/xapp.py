@@ -36,7 +36,7 @@ import orjson
 
 from octoric.contracts import message_types as mt
 from octoric.contracts.ho_event import HoEventError, parse_ho_event
-from octoric.contracts.latency_trace import LatencyTrace
+from octoric.contracts.latency_trace import LatencyTrace, key_of
 from octoric.e2sm import kpm
 from octoric.e2sm.kpm_version import DEFAULT as DEFAULT_KPM_VERSION
 from octoric.e2sm.kpm_version import KpmVersion
@@ -256,8 +256,7 @@ class OccXapp:
 
     def on_indication(self, msg: RmrMessage) -> None:
         t_start = time.perf_counter()
-        if self._trace_in.enabled:
-            self._trace_in.mark(msg.payload)
+        t_in = time.monotonic_ns() if self._trace_in.enabled else 0
         self.counters["indications"] += 1
         try:
             version = self.kpm_versions.get(msg.meid)
@@ -285,8 +284,11 @@ class OccXapp:
         self.feedback.update_batch(
             batch.ue_ids, batch.target_bps, batch.fallback, used.guamis, batch.t_ms
         )
-        if self._trace_out.enabled:
-            self._trace_out.mark(msg.payload)
+        if t_in:  # both marks written after the sends: they cost the measured span nothing
+            t_out = time.monotonic_ns()
+            key = key_of(msg.payload)
+            self._trace_in.mark(msg.payload, t_in, key)
+            self._trace_out.mark(msg.payload, t_out, key)
         for reason, n in used.dropped.items():
             self.dropped_rows[reason] += n
         sent_at = time.time()
