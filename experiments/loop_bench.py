@@ -387,6 +387,8 @@ def _run_case(stack: RicStack, tmp: Path, case: LoopCase, seconds: float, warmup
         fb = json.loads(out_file.read_text())
     finally:
         stop_all(loop, nodes, procs)
+        for n in nodes:
+            n.trace.close()
     row = _figures(case, nodes, fb, st0, st1, cpu0, cpu1, elapsed, start + warmup_s)
     measured_from = start + warmup_s
     sent_at = {(n.node, t): at for n in nodes for t, at in n.sent}
