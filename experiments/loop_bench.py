@@ -113,6 +113,7 @@ CASES = (
 # datagram no indication caused, whose "latency" is the timer's phase (see the docstring)
 REFRESH_OFF_MS = 600_000
 SUSTAINED_P99_US = 100_000.0  # no standing queue (see the module's docstring)
+Sample = tuple[int, int, float, float]  # node, t_ms, sent, arrival (monotonic s)
 
 
 def ue_id(node: int, u: int) -> int:
@@ -389,16 +390,24 @@ def _run_case(stack: RicStack, tmp: Path, case: LoopCase, seconds: float, warmup
         stop_all(loop, nodes, procs)
         for n in nodes:
             n.trace.close()
-    row = _figures(case, nodes, fb, st0, st1, cpu0, cpu1, elapsed, start + warmup_s)
-    measured_from = start + warmup_s
-    sent_at = {(n.node, t): at for n in nodes for t, at in n.sent}
-    arrivals = []
-    for ue, t_ms, at in fb["first"]:  # the samples _figures takes
-        node = ue // 1000 - 1
-        key = nodes[node].keys.get(t_ms) if 0 <= node < len(nodes) else None
-        if key is not None and sent_at.get((node, t_ms), 0.0) >= measured_from:
-            arrivals.append((key, round(at * 1e9)))
+    latency = _samples(nodes, fb, start + warmup_s)
+    row = _figures(case, nodes, latency, st0, st1, cpu0, cpu1, elapsed, start + warmup_s)
+    arrivals = [(nodes[node].keys[t_ms], round(at * 1e9))
+                for node, t_ms, _, at in latency if t_ms in nodes[node].keys]  # fmt: skip
     return row, arrivals
+
+
+def _samples(nodes: list[LoadNode], fb: dict[str, Any], measured_from: float) -> list[Sample]:
+    """The latency samples: (node, t_ms, sent, arrival) of each datagram that answers an
+    indication sent from ``measured_from`` on (the first arrival per UE and t_ms)."""
+    sent_at = {(n.node, t_ms): at for n in nodes for t_ms, at in n.sent}
+    out = []
+    for ue, t_ms, at in fb["first"]:
+        node = ue // 1000 - 1
+        t = sent_at.get((node, t_ms))
+        if t is not None and t >= measured_from:
+            out.append((node, t_ms, t, at))
+    return out
 
 
 async def _start(node: LoadNode) -> None:
@@ -419,21 +428,11 @@ def _processed(status: dict[str, Any]) -> int:
     return int(c.get("indications", 0)) - rejected
 
 
-def _figures(case: LoopCase, nodes: list[LoadNode], fb: dict[str, Any], st0: dict[str, Any],
+def _figures(case: LoopCase, nodes: list[LoadNode], latency: list[Sample], st0: dict[str, Any],
              st1: dict[str, Any], cpu0: dict[str, float], cpu1: dict[str, float],
              elapsed: float, measured_from: float) -> dict[str, Any]:  # fmt: skip
-    sent_at: dict[tuple[int, int], float] = {}
-    sent_total = 0
-    for n in nodes:
-        sent_total += len(n.sent)
-        for t_ms, at in n.sent:
-            sent_at[(n.node, t_ms)] = at
-    lat = []
-    for ue, t_ms, at in fb["first"]:
-        node = ue // 1000 - 1
-        t = sent_at.get((node, t_ms))
-        if t is not None and t >= measured_from:
-            lat.append((at - t) * 1e6)
+    sent_total = sum(len(n.sent) for n in nodes)
+    lat = [(at - t) * 1e6 for _, _, t, at in latency]
     arr = np.asarray(lat)
     flows = case.n_nodes * case.flows_per_node
     measured = sum(1 for n in nodes for _, at in n.sent if at >= measured_from)
