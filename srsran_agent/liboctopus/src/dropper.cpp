@@ -25,86 +25,43 @@ dropper::dropper(std::uint32_t slot_us, dropper_config cfg)
       top_level_(std::min(std::max(cfg.levels, 1U), max_levels) - 1),
       // at most one departure per busy slot of the window (+ the newest), and min_departures
       deps_(std::max<std::size_t>(static_cast<std::size_t>(window_slots_) + 2, min_departures + 1)),
-      arrivals_(64) {
+      arrivals_(64),
+      demand_k_(8.0 * 1e6 / static_cast<double>(window_us_)) {
   streams_.reserve(4);
 }
 
-dropper::stream_state* dropper::find_slow(std::uint16_t id) {
-  for (std::size_t i = 0; i < streams_.size(); ++i) {
-    if (streams_[i].id == id) {
-      last_stream_ = i;
-      return &streams_[i];
-    }
+dropper::stream_state& dropper::stream_slow(std::uint16_t id) {
+  std::size_t i = 0;
+  while (i < streams_.size() && streams_[i].id != id) {
+    ++i;
   }
-  return nullptr;
+  if (i == streams_.size()) {
+    streams_.push_back(stream_state{});
+    streams_.back().id = id;
+    ++gen_;  // a new stream has no share yet
+  }
+  if (i < 255) {
+    index_[id & (index_size - 1)] = static_cast<std::uint8_t>(i + 1);
+  }
+  return streams_[i];
 }
 
-dropper::stream_state& dropper::stream(std::uint16_t id) {
-  if (stream_state* s = find(id)) {
-    return *s;
+void dropper::grow_arrivals() {
+  std::vector<arrival> bigger(arrivals_.size() * 2);
+  for (std::size_t i = 0; i < arr_len_; ++i) {
+    bigger[i] = arrivals_[(arr_head_ + i) & (arrivals_.size() - 1)];
   }
-  streams_.push_back(stream_state{});
-  streams_.back().id = id;
-  last_stream_ = streams_.size() - 1;
-  return streams_.back();
-}
-
-void dropper::expire(std::int64_t now_us) {
-  const std::int64_t cutoff = now_us - window_us_;
-  const std::size_t mask = arrivals_.size() - 1;
-  while (arr_len_ > 0 && arrivals_[arr_head_].t_us < cutoff) {
-    const arrival& a = arrivals_[arr_head_];
-    stream_state& s = streams_[a.stream];
-    s.window_bytes -= a.bytes;
-    s.window_count -= a.packets;
-    arr_head_ = (arr_head_ + 1) & mask;
-    --arr_len_;
-  }
-}
-
-void dropper::note_arrival(stream_state& s, std::uint32_t size, std::int64_t now_us) {
-  expire(now_us);  // keeps the ring bounded; the same cutoff as a later read would apply
-  s.window_bytes += size;
-  s.window_count += 1;
-  const auto sidx = static_cast<std::uint32_t>(&s - streams_.data());
-  if (arr_len_ > 0) {
-    // the same time and stream as the newest entry: one entry, the same expiry
-    arrival& tail = arrivals_[(arr_head_ + arr_len_ - 1) & (arrivals_.size() - 1)];
-    if (tail.t_us == now_us && tail.stream == sidx) {
-      tail.bytes += size;
-      tail.packets += 1;
-      return;
-    }
-  }
-  if (arr_len_ == arrivals_.size()) {
-    std::vector<arrival> bigger(arrivals_.size() * 2);
-    for (std::size_t i = 0; i < arr_len_; ++i) {
-      bigger[i] = arrivals_[(arr_head_ + i) & (arrivals_.size() - 1)];
-    }
-    arrivals_.swap(bigger);
-    arr_head_ = 0;
-  }
-  arrivals_[(arr_head_ + arr_len_) & (arrivals_.size() - 1)] = arrival{now_us, size, 1, sidx};
-  ++arr_len_;
-}
-
-void dropper::on_enqueue(const header& h, std::uint32_t size, std::int64_t now_us) {
-  stream_state& s = stream(h.stream_id);
-  if (cfg_.drop_by_bitrate) {
-    note_arrival(s, size, now_us);
-  }
-  if (h.drop && h.last && cfg_.drop_by_msg) {
-    const unsigned idx = std::min<unsigned>(h.priority_threshold, top_level_);
-    s.table[idx] = h.msg_id;
-    s.table_valid = static_cast<std::uint8_t>(s.table_valid | (1U << idx));
-  }
+  arrivals_.swap(bigger);
+  arr_head_ = 0;
 }
 
 void dropper::on_slot(std::uint64_t served_bytes, bool busy) {
+  ++gen_;
   if (!busy) {
     dep_head_ = 0;
     dep_len_ = 0;
     departed_ = 0;
+    bw_ = -1.0;
     return;
   }
   ++clock_;
@@ -125,13 +82,15 @@ void dropper::on_slot(std::uint64_t served_bytes, bool busy) {
     dep_head_ = dep_head_ + 1 == cap ? 0 : dep_head_ + 1;
     --dep_len_;
   }
+  bw_ = compute_served_bps();
 }
 
 void dropper::on_waiting_slots(std::uint64_t slots) {
   clock_ += static_cast<std::int64_t>(slots);  // as many on_slot(0, true): only time passes
+  ++gen_;
 }
 
-double dropper::served_bps() const {
+double dropper::compute_served_bps() const {
   if (dep_len_ < 2) {
     return -1.0;
   }
@@ -169,73 +128,60 @@ double max_min_share(double total, std::vector<std::pair<double, std::uint16_t>>
   return total;
 }
 
-double dropper::stream_share_bps(std::uint16_t stream_id, std::int64_t now_us) {
+void dropper::refresh_shares(std::int64_t now_us) {
+  share_gen_ = gen_;
+  share_now_ = now_us;
   const double bw = served_bps();
-  if (bw < 0) {
-    return bw;
-  }
-  expire(now_us);
-  scratch_.clear();
-  const double k = 8.0 * 1e6 / static_cast<double>(window_us_);
-  for (const stream_state& s : streams_) {
-    if (s.window_count > 0) {
-      scratch_.emplace_back(static_cast<double>(s.window_bytes) * k, s.id);
+  if (bw >= 0) {
+    expire(now_us);
+    scratch_.clear();
+    const double k = demand_k_;
+    for (std::size_t i = 0; i < streams_.size(); ++i) {
+      const stream_state& s = streams_[i];
+      if (s.window_count > 0) {
+        scratch_.push_back(
+            demand{static_cast<double>(s.window_bytes) * k, s.id, static_cast<std::uint32_t>(i)});
+      }
     }
   }
-  if (scratch_.size() <= 1) {
-    return bw;
+  for (stream_state& s : streams_) {
+    s.share_bps = bw;  // unknown rate, a lone stream, or a stream with no demand: all of it
   }
-  return max_min_share(bw, scratch_, stream_id);
+  if (bw < 0 || scratch_.size() <= 1) {
+    return;
+  }
+  // max_min_share's water-filling for every stream at once: sorted by (demand, id) with an
+  // insertion sort (a UE has a handful of streams), the same operations in the same order
+  for (std::size_t i = 1; i < scratch_.size(); ++i) {
+    const demand v = scratch_[i];
+    std::size_t j = i;
+    for (; j > 0 && (v.bps < scratch_[j - 1].bps ||
+                     (v.bps == scratch_[j - 1].bps && v.id < scratch_[j - 1].id));
+         --j) {
+      scratch_[j] = scratch_[j - 1];
+    }
+    scratch_[j] = v;
+  }
+  double left = bw;
+  const std::size_t n = scratch_.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const double share = left / static_cast<double>(n - i);
+    const double give = std::min(scratch_[i].bps, share);
+    streams_[scratch_[i].stream].share_bps = i < n - 1 ? give : share;
+    left -= give;
+  }
 }
 
-bool dropper::should_drop(const header& h, std::uint32_t size, std::int64_t now_us,
-                          drop_decision* out) {
-  stream_state& s = stream(h.stream_id);
-  if (h.first) {
-    ++stats_.decisions;
-    bool drop = false;
-    bool by_bitrate = false;
-    if (cfg_.drop_by_msg && s.table_valid != 0) {
-      const unsigned top = std::min<unsigned>(h.priority, top_level_);
-      for (unsigned thr = 0; thr <= top; ++thr) {
-        if ((s.table_valid & (1U << thr)) != 0 && serial_lt(h.msg_id, s.table[thr])) {
-          drop = true;
-          break;
-        }
-      }
-    }
-    double bw = -1.0;
-    if (!drop && cfg_.drop_by_bitrate && h.bitrate_threshold_kbps > 0) {
-      bw = stream_share_bps(h.stream_id, now_us);
-      if (bw >= 0 && static_cast<double>(h.bitrate_threshold_kbps) * 1000.0 > bw) {
-        drop = by_bitrate = true;
-      }
-    }
-    if (out != nullptr) {
-      out->evaluated = true;
-      out->cause = drop ? (by_bitrate ? drop_cause::by_bitrate : drop_cause::by_message)
-                        : drop_cause::kept;
-      out->share_bps = bw;
-    }
-    if (drop) {
-      // the stream pointer may have moved if stream_share_bps added nothing; it never adds
-      s.in_drop = true;
-      s.in_drop_msg = h.msg_id;
-      if (by_bitrate) {
-        ++stats_.dropped_msgs_by_bitrate;
-      } else {
-        ++stats_.dropped_msgs_by_msg;
-      }
-    }
-  } else if (out != nullptr) {
-    out->evaluated = false;
+double dropper::stream_share_bps(std::uint16_t stream_id, std::int64_t now_us) {
+  if (share_gen_ != gen_ || share_now_ != now_us) {
+    refresh_shares(now_us);
   }
-  if (s.in_drop && s.in_drop_msg == h.msg_id) {
-    ++stats_.dropped_packets;
-    stats_.dropped_bytes += size;
-    return true;
+  for (const stream_state& s : streams_) {
+    if (s.id == stream_id) {
+      return s.share_bps;
+    }
   }
-  return false;
+  return served_bps();  // a stream never seen: no demand, all of the rate (or unknown)
 }
 
 }  // namespace octopus

@@ -4,15 +4,6 @@ namespace octopus {
 
 namespace {
 
-std::uint16_t be16(const std::uint8_t* p) {
-  return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
-}
-
-std::uint32_t be32(const std::uint8_t* p) {
-  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
-         std::uint32_t{p[3]};
-}
-
 void put16(std::uint8_t* p, std::uint16_t v) {
   p[0] = static_cast<std::uint8_t>(v >> 8);
   p[1] = static_cast<std::uint8_t>(v);
@@ -51,37 +42,6 @@ const char* to_string(parse_error e) {
       return "priority threshold > 7";
   }
   return "unknown error";
-}
-
-parse_error parse_header(const std::uint8_t* buf, std::size_t len, header& out) {
-  if (buf == nullptr || len < header_len) {
-    return parse_error::too_short;
-  }
-  if (be16(buf) != header_magic) {
-    return parse_error::bad_magic;
-  }
-  if (buf[2] != header_version) {
-    return parse_error::bad_version;
-  }
-  const std::uint8_t flags = buf[3];
-  if ((flags & flags_reserved) != 0) {
-    return parse_error::reserved_flags;
-  }
-  if (buf[6] >= max_levels) {
-    return parse_error::bad_priority;
-  }
-  if (buf[7] >= max_levels) {
-    return parse_error::bad_threshold;
-  }
-  out.stream_id = be16(buf + 4);
-  out.first = (flags & flag_first) != 0;
-  out.last = (flags & flag_last) != 0;
-  out.drop = (flags & flag_drop) != 0;
-  out.priority = buf[6];
-  out.priority_threshold = buf[7];
-  out.msg_id = be32(buf + 8);
-  out.bitrate_threshold_kbps = be32(buf + 12);
-  return parse_error::none;
 }
 
 bool encode_header(const header& h, std::uint8_t* out) {

@@ -191,6 +191,33 @@ TEST(Dropper, TwoStreamsGetTheirMaxMinFairShares) {
   EXPECT_DOUBLE_EQ(d.stream_share_bps(2, 49000 + 50001), 10e6);
 }
 
+// A threshold below the stream's guaranteed share (min(demand, rate / streams asking)) is kept
+// without computing the share; at and around the share itself the full computation decides.
+TEST(Dropper, ThresholdsAroundTheFairShareDecideAsTheFullComputation) {
+  for (const std::uint32_t kbps : {3000U, 3333U, 3334U, 3999U, 4000U, 4001U, 9000U}) {
+    dropper d(1000);
+    serve(d, 1250, 50);  // 10 Mbit/s served
+    // stream 1 asks 2 Mbit/s, streams 2 and 3 ask 12 each: shares 2, 4 and 4 Mbit/s
+    for (int t = 0; t < 50; ++t) {
+      d.on_enqueue(pkt(1, static_cast<std::uint32_t>(t), true, true), 250, t * 1000);
+      d.on_enqueue(pkt(2, static_cast<std::uint32_t>(t), true, true), 1500, t * 1000);
+      d.on_enqueue(pkt(3, static_cast<std::uint32_t>(t), true, true), 1500, t * 1000);
+    }
+    const header h = pkt(2, 1000, true, true, 0, false, 0, kbps);
+    d.on_enqueue(h, 100, 49000);
+    drop_decision dec;
+    const bool dropped = d.should_drop(h, 100, 49000, &dec);
+    EXPECT_EQ(dropped, kbps > 4000) << kbps;
+    EXPECT_EQ(dec.cause, kbps > 4000 ? drop_cause::by_bitrate : drop_cause::kept) << kbps;
+    if (kbps * 1000.0 < 10e6 / 3) {
+      EXPECT_LT(dec.share_bps, 0) << kbps;  // kept on the bound: the share was not computed
+    } else {
+      EXPECT_NEAR(dec.share_bps, 4e6, 1e-3) << kbps;
+    }
+    EXPECT_NEAR(d.stream_share_bps(2, 49000), 4e6, 1e-3) << kbps;
+  }
+}
+
 TEST(Dropper, MaxMinShareBreaksTiesByStreamId) {
   std::vector<std::pair<double, std::uint16_t>> dem = {{5.0, 9}, {5.0, 3}};
   EXPECT_DOUBLE_EQ(octopus::max_min_share(12.0, dem, 3), 5.0);

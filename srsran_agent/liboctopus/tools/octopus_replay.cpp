@@ -95,6 +95,10 @@ int main() {
     }
     octopus::drop_decision dec;
     const bool dropped = d->should_drop(h, size, t, &dec);
+    if (dec.evaluated && dec.cause == octopus::drop_cause::kept && dec.share_bps < 0 &&
+        d->config().drop_by_bitrate && h.bitrate_threshold_kbps > 0) {
+      dec.share_bps = d->stream_share_bps(h.stream_id, t);  // kept on the guaranteed share
+    }
     if (dec.evaluated) {
       std::printf("%lld %u %u %d %d %.17g\n", t, h.stream_id, h.msg_id, dropped ? 1 : 0,
                   static_cast<int>(dec.cause), dec.share_bps);
