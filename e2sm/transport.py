@@ -131,7 +131,9 @@ class TcpFramedConnection(E2Connection):
                 self.stats.framing_errors += 1
                 raise E2TransportError(f"frame length {n} outside 1..{MAX_PDU}")
             try:
-                pdu = await asyncio.wait_for(self.reader.readexactly(n), self.read_timeout_s)
+                # asyncio.timeout, not wait_for: no task per PDU, no extra loop iteration
+                async with asyncio.timeout(self.read_timeout_s):
+                    pdu = await self.reader.readexactly(n)
             except TimeoutError:
                 raise E2ReadTimeout(
                     f"{n}-byte PDU not complete within {self.read_timeout_s} s"

@@ -60,6 +60,21 @@ def apply_from_env(who: str) -> int | None:
     return prio
 
 
+def background_thread() -> bool:
+    """Run the calling thread at normal priority again (SCHED_OTHER), when its process runs
+    under SCHED_FIFO: for a thread off the latency path (an SDL writer), which would otherwise
+    preempt every ordinary process on the host (Redis, the senders that read the feedback)
+    whenever it works. True if it changed the thread's policy."""
+    if os.sched_getscheduler(0) != os.SCHED_FIFO:
+        return False
+    try:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))  # 0: this thread (Linux)
+    except OSError as e:
+        log.warning("background thread stays SCHED_FIFO: %s", e)
+        return False
+    return True
+
+
 def freeze_startup_heap() -> int:
     """Move every object alive now (modules, the ASN.1 codecs' type objects, the RMR and
     HTTP machinery) out of the garbage collector's sight (``gc.freeze``); the number frozen.

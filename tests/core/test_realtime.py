@@ -50,6 +50,33 @@ def test_the_process_and_its_later_threads_run_sched_fifo() -> None:
     assert out == ["None", "False", "False"]
 
 
+_BACKGROUND = """
+import os, threading
+from octoric import realtime
+realtime.apply_from_env("child")
+seen = []
+def work():
+    changed = realtime.background_thread()
+    seen.append((changed, os.sched_getscheduler(0) == os.SCHED_OTHER))
+t = threading.Thread(target=work)
+t.start(); t.join()
+print(seen[0][0], seen[0][1], os.sched_getscheduler(0) == os.SCHED_FIFO)
+"""
+
+
+def test_a_background_thread_leaves_sched_fifo_and_only_itself() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("SCHED_FIFO needs CAP_SYS_NICE (CI runs as root)")
+    env = {**os.environ, realtime.ENV: "1"}
+    out = subprocess.run([sys.executable, "-c", _BACKGROUND], env=env, capture_output=True,
+                         text=True, timeout=60, check=True).stdout.split()  # fmt: skip
+    assert out == ["True", "True", "True"]  # the thread left it; the main thread kept it
+    env[realtime.ENV] = "0"
+    out = subprocess.run([sys.executable, "-c", _BACKGROUND], env=env, capture_output=True,
+                         text=True, timeout=60, check=True).stdout.split()  # fmt: skip
+    assert out == ["False", "True", "False"]  # nothing to leave
+
+
 _FREEZE = """
 import gc, os
 from octoric import realtime

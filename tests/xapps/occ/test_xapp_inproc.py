@@ -311,3 +311,41 @@ def test_ues_of_two_dus_named_by_f1ap_id(xapp: OccXapp) -> None:
         assert fb is not None and fb.ue == key and fb.target_bps > 0
     finally:
         lst.close()
+
+
+def test_the_sdl_writer_writes_everything_in_slices(
+    xapp: OccXapp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer thread's flush leaves the GIL between slices of its work (an indication
+    waits one slice, not the switch interval); every UE record and checkpoint still lands."""
+    from octoric.xapps.occ import persist
+    from octoric.xapps.occ import xapp as occ_xapp
+
+    ues = list(range(201, 261))  # 60 UEs: three slices of records, 15 of checkpoint blobs
+    src = OccIndications(ues, pool_periods=2)
+    for sn in range(3):
+        h, m = src(_Sub, sn)
+        pdu = e2ap.encode_e2ap(e2ap.RicIndication(RicRequestId(123, 5), 2, 1, h, m, sn=sn))
+        xapp.on_indication(RmrMessage(12050, 5, "gnb_a", pdu))
+    xapp._checkpoint()
+    writes: list[int] = []
+    pauses: list[float] = []
+    set_many = xapp.sdl.set_many
+    monkeypatch.setattr(xapp.sdl, "set_many", lambda items: (writes.append(len(items)),
+                                                             set_many(items)))  # fmt: skip
+    monkeypatch.setattr(occ_xapp.time, "sleep", pauses.append)
+    xapp._flush(occ_xapp.WRITER_PAUSE_S)
+    assert max(writes) <= max(occ_xapp.WRITER_SLICE_RECORDS, occ_xapp.WRITER_SLICE_BLOBS)
+    assert sum(writes) == 2 * len(ues)
+    assert len(pauses) == len(writes) - 1 and set(pauses) == {occ_xapp.WRITER_PAUSE_S}
+    for ue in ues:
+        assert xapp.sdl.get_json(f"{persist.UE}{ue}")["ue"] == ue
+        assert persist.unpack_state(xapp.sdl.get(f"{persist.CKPT}{ue}") or b"", xapp.fp)
+    # stop's flush does it at once
+    writes.clear()
+    pauses.clear()
+    h, m = src(_Sub, 3)
+    pdu = e2ap.encode_e2ap(e2ap.RicIndication(RicRequestId(123, 5), 2, 1, h, m, sn=3))
+    xapp.on_indication(RmrMessage(12050, 5, "gnb_a", pdu))
+    xapp._flush()
+    assert sum(writes) == len(ues) and not pauses
