@@ -39,7 +39,8 @@ def test_loop_bench_closes_the_loop() -> None:
     # the xApp's mark with each datagram's arrival
     b = r["breakdown_ms"]
     hops = ("gnb_to_e2term", "e2term_to_handler", "handler_to_feedback_sent")
-    assert set(b) == {*hops, "e2term_to_feedback_sent", "feedback_sent_to_received"}
+    assert set(b) == {*hops, "e2term_to_feedback_sent", "feedback_sent_to_received",
+                      "feedback_sent_to_socket", "socket_to_read"}  # fmt: skip
     for name in (*hops, "e2term_to_feedback_sent"):
         assert b[name]["n"] == 3000, b
         assert 0 < b[name]["p50"] <= b[name]["p99"] <= b[name]["p999"], b
@@ -48,6 +49,12 @@ def test_loop_bench_closes_the_loop() -> None:
     udp = b["feedback_sent_to_received"]
     assert udp["n"] == r["latency_samples"] and udp["p50"] <= udp["p99"] <= udp["p999"]
     assert udp["p99"] > 0
+    # the kernel stamps each datagram's arrival at the receiver's socket: every sample has
+    # one, no later than the receiver's read of it
+    sock, wake = b["feedback_sent_to_socket"], b["socket_to_read"]
+    assert sock["n"] == udp["n"] and wake["n"] == r["latency_samples"]
+    assert wake["p50"] >= 0 and sock["p50"] <= udp["p50"]
+    assert 0 < r["socket_p50_us"] <= r["p50_us"] and r["socket_p99_us"] <= r["p99_us"]
 
 
 def test_template_patches_only_sn_and_time_stamp() -> None:
