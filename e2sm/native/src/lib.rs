@@ -55,9 +55,30 @@ pub struct Ue {
     pub gp: i64,          // granularity period (ms), -1 when absent
 }
 
+impl Ue {
+    /// As `Ue { gp: -1, ..Default::default() }`, keeping the vectors' buffers.
+    fn reset(&mut self) {
+        self.du = false;
+        self.amf = 0;
+        self.plmn = [0; 3];
+        self.region = 0;
+        self.set = 0;
+        self.pointer = 0;
+        self.f1ap.clear();
+        self.ran_ueid = None;
+        self.names.clear();
+        self.n_rec = 0;
+        self.values.clear();
+        self.gp = -1;
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Parsed {
     pub ues: Vec<Ue>,
+    // the previous message's UEs, reused (with their buffers) for the next: a gNB reports the
+    // same number of UEs message after message, so decoding allocates nothing in the steady state
+    spare: Vec<Ue>,
     pub names: Vec<String>,
     index: HashMap<Vec<u8>, u32, BuildHasherDefault<Fnv>>,
     prev: Vec<u32>, // the previous UE's names: the next UE usually lists the same, in order
@@ -78,7 +99,7 @@ impl Parsed {
     }
 
     fn clear(&mut self) {
-        self.ues.clear();
+        self.spare.append(&mut self.ues);
         self.names.clear();
         self.index.clear();
         self.prev.clear();
@@ -142,12 +163,9 @@ fn read_real(c: &[u8]) -> Result<f64, Fallback> {
     }
 }
 
-fn read_ueid(r: &mut Reader) -> Result<Ue, Fallback> {
+/// Reads the UEID into `ue` (reset by the caller).
+fn read_ueid(r: &mut Reader, ue: &mut Ue) -> Result<(), Fallback> {
     let head = r.bits(4)?;
-    let mut ue = Ue {
-        gp: -1,
-        ..Default::default()
-    };
     if head == 0 {
         let ext = r.bits(1)?;
         let opts = r.bits(5)?;
@@ -181,7 +199,7 @@ fn read_ueid(r: &mut Reader) -> Result<Ue, Fallback> {
             a.copy_from_slice(o);
             ue.ran_ueid = Some(a);
         }
-        return Ok(ue);
+        return Ok(());
     }
     if head == 1 {
         let ext = r.bits(1)?;
@@ -198,7 +216,7 @@ fn read_ueid(r: &mut Reader) -> Result<Ue, Fallback> {
             a.copy_from_slice(o);
             ue.ran_ueid = Some(a);
         }
-        return Ok(ue);
+        return Ok(());
     }
     Err(Fallback)
 }
@@ -320,7 +338,8 @@ fn finish(
     }
     let width = ue.names.len();
     ue.n_rec = n_rec as u32;
-    ue.values = vec![f64::NAN; width * n_rec];
+    ue.values.clear();
+    ue.values.resize(width * n_rec, f64::NAN);
     let mut at = 0;
     for (g, &w) in widths.iter().enumerate() {
         for (m, &v) in cells[at..at + w].iter().enumerate().take(width) {
@@ -406,7 +425,6 @@ pub fn decode_format3(msg: &[u8], out: &mut Parsed) -> Result<(), Fallback> {
     if !r.at_end() {
         return Err(Fallback);
     }
-    let content = content.into_owned();
     let mut c = Reader::new(&content);
     if c.bits(1)? != 0 {
         return Err(Fallback);
@@ -417,8 +435,13 @@ pub fn decode_format3(msg: &[u8], out: &mut Parsed) -> Result<(), Fallback> {
         if c.bits(1)? != 0 {
             return Err(Fallback);
         }
-        let mut ue = read_ueid(&mut c)?;
-        format1(&mut c, &mut ue, out)?;
+        let mut ue = out.spare.pop().unwrap_or_default();
+        ue.reset();
+        let res = read_ueid(&mut c, &mut ue).and_then(|()| format1(&mut c, &mut ue, out));
+        if let Err(e) = res {
+            out.spare.push(ue);
+            return Err(e);
+        }
         out.ues.push(ue);
     }
     if !c.at_end() {
