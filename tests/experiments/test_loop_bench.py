@@ -85,3 +85,19 @@ def test_sustained_means_no_loss_no_shedding_no_standing_queue() -> None:
     assert not lb.sustained(1, 0, 1_000.0)
     assert not lb.sustained(0, 3, 1_000.0)
     assert not lb.sustained(0, 0, None)  # no latency sample: nothing shows it kept pace
+
+
+def test_the_latency_row_is_the_median_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One 30 s run's p99 swings; the row is the run with the median p99 and lists every
+    run's, so a reader sees the spread."""
+    p99s = iter([1300.0, 900.0, 1100.0, 950.0, 1000.0])
+
+    def fake(case: lb.LoopCase, seconds: float, rt_priority: int | None) -> dict[str, object]:
+        p = next(p99s)
+        return {"config": case.name, "p99_us": p, "socket_p99_us": p - 100, "run": p}
+
+    monkeypatch.setattr(lb, "measure", fake)
+    row = lb._median_run(lb.CASES[1], 30.0, 10, 5)
+    assert row["run"] == 1000.0
+    assert row["p99_runs_us"] == [1300.0, 900.0, 1100.0, 950.0, 1000.0]
+    assert row["socket_p99_runs_us"] == [1200.0, 800.0, 1000.0, 850.0, 900.0]
