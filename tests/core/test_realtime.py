@@ -37,17 +37,18 @@ print(got, os.sched_getscheduler(0) == os.SCHED_FIFO, seen[0] == os.SCHED_FIFO)
 """
 
 
-def test_the_process_and_its_later_threads_run_sched_fifo() -> None:
+def _child(code: str, priority: str) -> list[str]:
+    """What a Python child running ``code`` under ``OCTORIC_RT_PRIORITY=priority`` prints."""
     if os.geteuid() != 0:
         pytest.skip("SCHED_FIFO needs CAP_SYS_NICE (CI runs as root)")
-    env = {**os.environ, realtime.ENV: "1"}
-    out = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True,
-                         text=True, timeout=60, check=True).stdout.split()  # fmt: skip
-    assert out == ["1", "True", "True"]
-    env[realtime.ENV] = "0"
-    out = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True,
-                         text=True, timeout=60, check=True).stdout.split()  # fmt: skip
-    assert out == ["None", "False", "False"]
+    env = {**os.environ, realtime.ENV: priority}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=60, check=True).stdout.split()  # fmt: skip
+
+
+def test_the_process_and_its_later_threads_run_sched_fifo() -> None:
+    assert _child(_CHILD, "1") == ["1", "True", "True"]
+    assert _child(_CHILD, "0") == ["None", "False", "False"]
 
 
 _BACKGROUND = """
@@ -66,17 +67,9 @@ print(seen[0][0], seen[0][1], os.sched_getscheduler(0) == os.SCHED_FIFO, seen[0]
 
 
 def test_a_background_thread_leaves_sched_fifo_and_only_itself() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("SCHED_FIFO needs CAP_SYS_NICE (CI runs as root)")
-    env = {**os.environ, realtime.ENV: "1"}
-    out = subprocess.run([sys.executable, "-c", _BACKGROUND], env=env, capture_output=True,
-                         text=True, timeout=60, check=True).stdout.split()  # fmt: skip
     # the thread left it (and is niced); the main thread kept it
-    assert out == ["True", "True", "True", str(realtime.BACKGROUND_NICE)]
-    env[realtime.ENV] = "0"
-    out = subprocess.run([sys.executable, "-c", _BACKGROUND], env=env, capture_output=True,
-                         text=True, timeout=60, check=True).stdout.split()  # fmt: skip
-    assert out[:3] == ["False", "True", "False"]  # nothing to leave
+    assert _child(_BACKGROUND, "1") == ["True", "True", "True", str(realtime.BACKGROUND_NICE)]
+    assert _child(_BACKGROUND, "0")[:3] == ["False", "True", "False"]  # nothing to leave
 
 
 _FREEZE = """

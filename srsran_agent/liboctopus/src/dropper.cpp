@@ -10,6 +10,31 @@ namespace {
 // Python's round(): ties to even, as the simulator computes its window sizes.
 std::int64_t round_even(double x) { return static_cast<std::int64_t>(std::nearbyint(x)); }
 
+// Water-filling over `v` sorted ascending by `before` (an insertion sort: a UE has a handful of
+// streams): each item gets min(its demand, an equal share of what is left), the last takes the
+// rest. emit(item, share) in that order; it returns true to stop early.
+template <typename T, typename Before, typename Demand, typename Emit>
+void water_fill(std::vector<T>& v, double total, Before before, Demand demand, Emit emit) {
+  for (std::size_t i = 1; i < v.size(); ++i) {
+    const T x = v[i];
+    std::size_t j = i;
+    for (; j > 0 && before(x, v[j - 1]); --j) {
+      v[j] = v[j - 1];
+    }
+    v[j] = x;
+  }
+  double left = total;
+  const std::size_t n = v.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const double share = left / static_cast<double>(n - i);
+    const double give = std::min(demand(v[i]), share);
+    if (emit(v[i], i < n - 1 ? give : share)) {
+      return;
+    }
+    left -= give;
+  }
+}
+
 }  // namespace
 
 bool dropper_config::operator==(const dropper_config& o) const {
@@ -106,26 +131,18 @@ double dropper::compute_served_bps() const {
 
 double max_min_share(double total, std::vector<std::pair<double, std::uint16_t>>& demands,
                      std::uint16_t stream_id) {
-  // insertion sort: a UE has a handful of streams
-  for (std::size_t i = 1; i < demands.size(); ++i) {
-    const auto v = demands[i];
-    std::size_t j = i;
-    for (; j > 0 && v < demands[j - 1]; --j) {
-      demands[j] = demands[j - 1];
-    }
-    demands[j] = v;
-  }
-  double left = total;
-  const std::size_t n = demands.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    const double share = left / static_cast<double>(n - i);
-    const double give = std::min(demands[i].first, share);
-    if (demands[i].second == stream_id) {
-      return i < n - 1 ? give : share;
-    }
-    left -= give;
-  }
-  return total;
+  double out = total;
+  water_fill(
+      demands, total, [](const auto& a, const auto& b) { return a < b; },
+      [](const auto& d) { return d.first; },
+      [&](const auto& d, double share) {
+        if (d.second != stream_id) {
+          return false;
+        }
+        out = share;
+        return true;
+      });
+  return out;
 }
 
 void dropper::refresh_shares(std::int64_t now_us) {
@@ -135,12 +152,11 @@ void dropper::refresh_shares(std::int64_t now_us) {
   if (bw >= 0) {
     expire(now_us);
     scratch_.clear();
-    const double k = demand_k_;
     for (std::size_t i = 0; i < streams_.size(); ++i) {
       const stream_state& s = streams_[i];
       if (s.window_count > 0) {
-        scratch_.push_back(
-            demand{static_cast<double>(s.window_bytes) * k, s.id, static_cast<std::uint32_t>(i)});
+        scratch_.push_back(demand{static_cast<double>(s.window_bytes) * demand_k_, s.id,
+                                  static_cast<std::uint32_t>(i)});
       }
     }
   }
@@ -150,26 +166,18 @@ void dropper::refresh_shares(std::int64_t now_us) {
   if (bw < 0 || scratch_.size() <= 1) {
     return;
   }
-  // max_min_share's water-filling for every stream at once: sorted by (demand, id) with an
-  // insertion sort (a UE has a handful of streams), the same operations in the same order
-  for (std::size_t i = 1; i < scratch_.size(); ++i) {
-    const demand v = scratch_[i];
-    std::size_t j = i;
-    for (; j > 0 && (v.bps < scratch_[j - 1].bps ||
-                     (v.bps == scratch_[j - 1].bps && v.id < scratch_[j - 1].id));
-         --j) {
-      scratch_[j] = scratch_[j - 1];
-    }
-    scratch_[j] = v;
-  }
-  double left = bw;
-  const std::size_t n = scratch_.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    const double share = left / static_cast<double>(n - i);
-    const double give = std::min(scratch_[i].bps, share);
-    streams_[scratch_[i].stream].share_bps = i < n - 1 ? give : share;
-    left -= give;
-  }
+  // every stream's share in one pass: the same operations, in the same order, as
+  // max_min_share computing one stream's, sorted by (demand, id)
+  water_fill(
+      scratch_, bw,
+      [](const demand& a, const demand& b) {
+        return a.bps < b.bps || (a.bps == b.bps && a.id < b.id);
+      },
+      [](const demand& d) { return d.bps; },
+      [&](const demand& d, double share) {
+        streams_[d.stream].share_bps = share;
+        return false;
+      });
 }
 
 double dropper::stream_share_bps(std::uint16_t stream_id, std::int64_t now_us) {
