@@ -146,8 +146,6 @@ double max_min_share(double total, std::vector<std::pair<double, std::uint16_t>>
 }
 
 void dropper::refresh_shares(std::int64_t now_us) {
-  share_gen_ = gen_;
-  share_now_ = now_us;
   const double bw = served_bps();
   if (bw >= 0) {
     expire(now_us);
@@ -160,6 +158,8 @@ void dropper::refresh_shares(std::int64_t now_us) {
       }
     }
   }
+  share_gen_ = gen_;  // after expire(): what it removed is part of this state
+  share_now_ = now_us;
   for (stream_state& s : streams_) {
     s.share_bps = bw;  // unknown rate, a lone stream, or a stream with no demand: all of it
   }

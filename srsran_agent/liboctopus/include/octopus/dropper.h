@@ -155,7 +155,8 @@ class dropper {
   std::size_t demanding_ = 0;  // streams with arrivals in the window
   double demand_k_;            // window bytes -> demand in bit/s
 
-  // bumped by every change to arrivals, departures or streams; shares cached at (gen, now)
+  // bumped by every change to arrivals (and their expiry), departures or streams; shares are
+  // cached at (gen, now)
   std::uint64_t gen_ = 1;
   std::uint64_t share_gen_ = 0;
   std::int64_t share_now_ = 0;
@@ -174,6 +175,7 @@ inline void dropper::expire(std::int64_t now_us) {
     demanding_ -= s.window_count == 0 ? 1 : 0;
     arr_head_ = (arr_head_ + 1) & mask;
     --arr_len_;
+    ++gen_;  // cached shares are stale even if time were to go back
   }
 }
 
