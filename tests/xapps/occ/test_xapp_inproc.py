@@ -321,7 +321,7 @@ def test_the_sdl_writer_writes_everything_in_slices(
     from octoric.xapps.occ import persist
     from octoric.xapps.occ import xapp as occ_xapp
 
-    ues = list(range(201, 261))  # 60 UEs: three slices of records, 15 of checkpoint blobs
+    ues = list(range(201, 261))  # 60 UEs: several slices of records and of checkpoint blobs
     src = OccIndications(ues, pool_periods=2)
     for sn in range(3):
         h, m = src(_Sub, sn)
