@@ -423,8 +423,8 @@ def _run_case(stack: RicStack, tmp: Path, case: LoopCase, seconds: float, warmup
 
 
 def _samples(nodes: list[LoadNode], fb: dict[str, Any], measured_from: float) -> list[Sample]:
-    """The latency samples: (node, t_ms, sent, arrival) of each datagram that answers an
-    indication sent from ``measured_from`` on (the first arrival per UE and t_ms)."""
+    """The latency samples (``Sample``) of each datagram that answers an indication sent from
+    ``measured_from`` on (the first arrival per UE and t_ms)."""
     sent_at = {(n.node, t_ms): at for n in nodes for t_ms, at in n.sent}
     out = []
     for ue, t_ms, at, kt in fb["first"]:
@@ -563,12 +563,12 @@ def _run(quick: bool) -> list[BenchResult]:
             target=f"<= {TARGET_P99_US:.0f} us" if fast else None,
             target_met=(r["p99_us"] is not None and r["p99_us"] <= TARGET_P99_US)
             if fast else None,
-            note=note, samples=len(r.get("p99_runs_us", [None])),
+            note=note, samples=len(r["p99_runs_us"]),
         ))  # fmt: skip
         out.append(BenchResult(
             f"loop {r['config']}: indication sent -> feedback at the receiver's socket p99",
             r["socket_p99_us"] or 0.0, "us", higher_is_better=False,
-            samples=len(r.get("p99_runs_us", [None])),
+            samples=len(r["p99_runs_us"]),
             note=(f"the same samples stamped by the kernel on arrival (SO_TIMESTAMPNS): "
                   f"without the receiving process's wake-up and read; p50 "
                   f"{r['socket_p50_us']} us, p99.9 {r['socket_p999_us']} us"),
@@ -588,7 +588,7 @@ def _run(quick: bool) -> list[BenchResult]:
 
 
 def _runs_note(r: dict[str, Any]) -> str:
-    runs = r.get("p99_runs_us", [])
+    runs = r["p99_runs_us"]
     if len(runs) < 2:
         return ""
     return (f"the median of {len(runs)} runs' p99 (every run: {runs} us; at the socket: "

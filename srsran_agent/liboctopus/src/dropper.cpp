@@ -181,9 +181,7 @@ void dropper::refresh_shares(std::int64_t now_us) {
 }
 
 double dropper::stream_share_bps(std::uint16_t stream_id, std::int64_t now_us) {
-  if (share_gen_ != gen_ || share_now_ != now_us) {
-    refresh_shares(now_us);
-  }
+  fresh_shares(now_us);  // expires arrivals as a decision would, known stream or not
   for (const stream_state& s : streams_) {
     if (s.id == stream_id) {
       return s.share_bps;

@@ -120,10 +120,13 @@ class dropper {
   // an event below bumps gen_ or time moves, so the messages that reach the head between two
   // events share one computation (the same arithmetic as computing each one alone).
   void refresh_shares(std::int64_t now_us);
-  double share_of(stream_state& s, std::int64_t now_us) {
+  void fresh_shares(std::int64_t now_us) {
     if (share_gen_ != gen_ || share_now_ != now_us) {
       refresh_shares(now_us);
     }
+  }
+  double share_of(stream_state& s, std::int64_t now_us) {
+    fresh_shares(now_us);
     return s.share_bps;
   }
 
