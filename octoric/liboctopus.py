@@ -48,8 +48,17 @@ def build(sanitize: bool = False, tests: bool = True, quiet: bool = True) -> Pat
 
 
 def tool(name: str, sanitize: bool = False) -> Path:
-    """Path of a built tool (``octopus_replay``, ``octopus_bench``), building first if needed."""
-    path = build_dir(sanitize) / name
-    if not path.exists():
+    """Path of a built tool (``octopus_replay``, ``octopus_bench``), configured first if needed
+    and always brought up to date (an incremental build: a tool older than the sources would
+    measure or replay the old code)."""
+    out = build_dir(sanitize)
+    if not (out / "CMakeCache.txt").exists():
         build(sanitize=sanitize, tests=False)
-    return path
+    else:
+        r = subprocess.run(
+            ["cmake", "--build", str(out), "-j2", "--target", name], capture_output=True, text=True
+        )
+        if r.returncode != 0:
+            tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-25:])
+            raise BuildError(f"liboctopus: building {name} failed:\n{tail}")
+    return out / name

@@ -24,9 +24,11 @@ readonly TAG=release_25_10
 readonly TAG_COMMIT=d2f4b70dda8e2c557d5b05a0ac5f92dbddda19bc
 readonly BRANCH=octoric/patches
 # The series' test executables and the ctest names of their tests (every GoogleTest suite is octoric_*; the benchmark
-# rlc_um_tx_benchmark has a short check run, ctest octoric_rlc_um_tx_benchmark).
+# rlc_um_tx_benchmark has a short check run, ctest octoric_rlc_um_tx_benchmark; srsRAN's du_high_benchmark has two,
+# octoric_du_high_benchmark_octopus_*, with the dropper on: patch 0010).
 readonly TEST_TARGETS=(rlc_octopus_liboctopus_test rlc_um_octopus_test asn1_e2sm_rc_octoric_test e2sm_rc_octopus_test
-  e2_indication_granularity_test e2sm_kpm_occ_test rlc_um_tx_benchmark e2sm_rc_ue_info_report_test)
+  e2_indication_granularity_test e2sm_kpm_occ_test rlc_um_tx_benchmark e2sm_rc_ue_info_report_test
+  du_high_benchmark)
 readonly BENCH_TARGET=rlc_um_tx_benchmark
 readonly BENCH_PATH=tests/benchmarks/rlc/rlc_um_tx_benchmark
 readonly CTEST_REGEX='^octoric_'

@@ -44,6 +44,28 @@ const char* to_string(parse_error e) {
   return "unknown error";
 }
 
+parse_error classify_header(const std::uint8_t* buf, std::size_t len) {
+  if (buf == nullptr || len < header_len) {
+    return parse_error::too_short;
+  }
+  if (buf[0] != (header_magic >> 8) || buf[1] != (header_magic & 0xFF)) {
+    return parse_error::bad_magic;
+  }
+  if (buf[2] != header_version) {
+    return parse_error::bad_version;
+  }
+  if ((buf[3] & flags_reserved) != 0) {
+    return parse_error::reserved_flags;
+  }
+  if (buf[6] >= max_levels) {
+    return parse_error::bad_priority;
+  }
+  if (buf[7] >= max_levels) {
+    return parse_error::bad_threshold;
+  }
+  return parse_error::none;  // not reached from parse_header: every check above passed
+}
+
 bool encode_header(const header& h, std::uint8_t* out) {
   if (h.priority >= max_levels || h.priority_threshold >= max_levels) {
     return false;

@@ -2,6 +2,7 @@
 // file the simulator's tests read.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -100,6 +101,74 @@ TEST(Header, EachRejectionHasItsOwnReason) {
   EXPECT_EQ(octopus::parse_header(b, 16, h), parse_error::bad_threshold);
   b[7] = 7;
   EXPECT_EQ(octopus::parse_header(b, 16, h), parse_error::none);
+}
+
+// The reading the header format defines (docs/octopus-header.md), byte by byte: what the
+// parser's masked word compare must agree with.
+parse_error reference_parse(const std::uint8_t* b, header& out) {
+  if (b[0] != 0x4f || b[1] != 0x43) return parse_error::bad_magic;
+  if (b[2] != 1) return parse_error::bad_version;
+  if ((b[3] & 0x1f) != 0) return parse_error::reserved_flags;
+  if (b[6] > 7) return parse_error::bad_priority;
+  if (b[7] > 7) return parse_error::bad_threshold;
+  out.first = (b[3] & 0x80) != 0;
+  out.last = (b[3] & 0x40) != 0;
+  out.drop = (b[3] & 0x20) != 0;
+  out.stream_id = static_cast<std::uint16_t>(b[4] * 256 + b[5]);
+  out.priority = b[6];
+  out.priority_threshold = b[7];
+  out.msg_id = 0;
+  out.bitrate_threshold_kbps = 0;
+  for (int i = 0; i < 4; ++i) {
+    out.msg_id = out.msg_id * 256 + b[8 + i];
+    out.bitrate_threshold_kbps = out.bitrate_threshold_kbps * 256 + b[12 + i];
+  }
+  return parse_error::none;
+}
+
+TEST(Header, EveryByteValueAtEveryPositionParsesAsTheFormatSays) {
+  // Exhaustive over single-byte changes of a valid header (16 positions x 256 values), and
+  // over pairs of the checked bytes 0-7 (each with a few values), so each masked bit is hit
+  // alone and together with another failure.
+  const std::uint8_t valid[16] = {0x4f, 0x43, 1, 0xa0, 0x12, 0x34, 3, 5,
+                                  0xde, 0xad, 0xbe, 0xef, 0, 0, 0x0b, 0xb8};
+  auto check = [](const std::uint8_t* b) {
+    header want;
+    header got;
+    got.stream_id = 4242;
+    const parse_error e = octopus::parse_header(b, 16, got);
+    const parse_error r = reference_parse(b, want);
+    ASSERT_EQ(e, r);
+    if (e == parse_error::none) {
+      EXPECT_EQ(got, want);
+    } else {
+      EXPECT_EQ(got.stream_id, 4242);  // untouched on error
+    }
+  };
+  std::uint8_t b[16];
+  for (int pos = 0; pos < 16; ++pos) {
+    for (int v = 0; v < 256; ++v) {
+      std::copy(valid, valid + 16, b);
+      b[pos] = static_cast<std::uint8_t>(v);
+      SCOPED_TRACE(testing::Message() << "byte " << pos << " = " << v);
+      check(b);
+    }
+  }
+  const std::uint8_t probes[] = {0x00, 0x01, 0x07, 0x08, 0x1f, 0x20, 0x43, 0x4f, 0x80, 0xff};
+  for (int p = 0; p < 8; ++p) {
+    for (int q = p + 1; q < 8; ++q) {
+      for (std::uint8_t x : probes) {
+        for (std::uint8_t y : probes) {
+          std::copy(valid, valid + 16, b);
+          b[p] = x;
+          b[q] = y;
+          SCOPED_TRACE(testing::Message() << "bytes " << p << ", " << q << " = " << int{x} << ", "
+                                          << int{y});
+          check(b);
+        }
+      }
+    }
+  }
 }
 
 TEST(Header, EncodeRefusesOutOfRangeFields) {

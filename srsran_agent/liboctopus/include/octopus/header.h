@@ -44,38 +44,52 @@ enum class parse_error : std::uint8_t {
 // A short English description of an error ("bad magic", ...).
 const char* to_string(parse_error e);
 
+// Why a header did not parse (the first failed check, in the order of parse_error). Out of line:
+// only malformed headers reach it.
+parse_error classify_header(const std::uint8_t* buf, std::size_t len);
+
+namespace detail {
+
+inline std::uint64_t load_be64(const std::uint8_t* p) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) {  // compilers turn this into one load and a byte swap
+    v = (v << 8) | p[i];
+  }
+  return v;
+}
+
+// Bytes 0-7 (magic, version, flags, stream, priority, threshold) as one big-endian word: the bits
+// a valid header fixes, and their values (magic, version 1, no reserved flag, priority and
+// threshold < 8).
+constexpr std::uint64_t fixed_mask = 0xFFFFFF1F0000F8F8ULL;
+constexpr std::uint64_t fixed_want = (std::uint64_t{header_magic} << 48) |
+                                     (std::uint64_t{header_version} << 40);
+static_assert(max_levels == 8, "fixed_mask checks priorities < 8 by their high bits");
+static_assert(flags_reserved == 0x1F, "fixed_mask checks the reserved flag bits");
+
+}  // namespace detail
+
 // Parses the header at the start of buf[0..len). On error `out` is left unchanged. Inline: a
-// gNB calls it for every packet it queues.
+// gNB calls it for every packet it queues. Every check is one masked compare of the first eight
+// bytes; which one failed is worked out only for a malformed header.
 inline parse_error parse_header(const std::uint8_t* buf, std::size_t len, header& out) {
   if (buf == nullptr || len < header_len) {
     return parse_error::too_short;
   }
-  if (buf[0] != (header_magic >> 8) || buf[1] != (header_magic & 0xFF)) {
-    return parse_error::bad_magic;
+  const std::uint64_t w0 = detail::load_be64(buf);
+  if ((w0 & detail::fixed_mask) != detail::fixed_want) {
+    return classify_header(buf, len);
   }
-  if (buf[2] != header_version) {
-    return parse_error::bad_version;
-  }
-  const std::uint8_t flags = buf[3];
-  if ((flags & flags_reserved) != 0) {
-    return parse_error::reserved_flags;
-  }
-  if (buf[6] >= max_levels) {
-    return parse_error::bad_priority;
-  }
-  if (buf[7] >= max_levels) {
-    return parse_error::bad_threshold;
-  }
-  out.stream_id = static_cast<std::uint16_t>((buf[4] << 8) | buf[5]);
+  const std::uint64_t w1 = detail::load_be64(buf + 8);
+  const auto flags = static_cast<std::uint8_t>(w0 >> 32);
+  out.stream_id = static_cast<std::uint16_t>(w0 >> 16);
   out.first = (flags & flag_first) != 0;
   out.last = (flags & flag_last) != 0;
   out.drop = (flags & flag_drop) != 0;
-  out.priority = buf[6];
-  out.priority_threshold = buf[7];
-  out.msg_id = (std::uint32_t{buf[8]} << 24) | (std::uint32_t{buf[9]} << 16) |
-               (std::uint32_t{buf[10]} << 8) | std::uint32_t{buf[11]};
-  out.bitrate_threshold_kbps = (std::uint32_t{buf[12]} << 24) | (std::uint32_t{buf[13]} << 16) |
-                               (std::uint32_t{buf[14]} << 8) | std::uint32_t{buf[15]};
+  out.priority = static_cast<std::uint8_t>(w0 >> 8);
+  out.priority_threshold = static_cast<std::uint8_t>(w0);
+  out.msg_id = static_cast<std::uint32_t>(w1 >> 32);
+  out.bitrate_threshold_kbps = static_cast<std::uint32_t>(w1);
   return parse_error::none;
 }
 
