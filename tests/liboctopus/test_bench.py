@@ -45,16 +45,25 @@ def test_a_du_high_output_without_the_octopus_line_is_refused_clearly() -> None:
         bench.parse_du_high(plain)
 
 
-def test_the_du_high_row_compares_medians_over_alternating_runs() -> None:
-    run = bench.parse_du_high(DU_HIGH_OUT)
-    off = [dict(run, p50_ns=v, octopus="headers") for v in (50000.0, 48000.0, 52000.0)]
-    on = [dict(run, p50_ns=v) for v in (50500.0, 47000.0, 52000.0)]
-    check = dict(run, octopus="drops", dropped_msgs_by_bitrate=862)
-    fig = bench.du_high_figures(check, off, on)
-    assert (fig["off_p50_ns"], fig["on_p50_ns"]) == (50000.0, 50500.0)
+def test_the_du_high_row_compares_the_dropper_on_and_off_within_each_run() -> None:
+    base = bench.parse_du_high(DU_HIGH_OUT)
+    alt = {
+        "octopus": "alternate", "alt_period_slots": 500, "alt_pairs": 40,
+        "alt_off_p99_ns": 100.0, "alt_on_p99_ns": 101.0, "alt_off_mean_ns": 50.0,
+        "alt_on_mean_ns": 50.5,
+    }  # fmt: skip
+    runs = [
+        dict(base, **alt, alt_off_p50_ns=off, alt_on_p50_ns=on)
+        for off, on in ((50000.0, 50500.0), (60000.0, 59400.0), (40000.0, 40800.0))
+    ]
+    check = dict(base, octopus="drops", dropped_msgs_by_bitrate=862)
+    fig = bench.du_high_figures(check, runs)
+    assert fig["ratio_p50_ns_runs"] == [0.99, 1.01, 1.02]
     assert fig["ratio_p50_ns"] == pytest.approx(1.01)
-    assert fig["pair_ratios_p50"] == [round(47000 / 48000, 4), 1.0, 1.01]
-    assert fig["runs"] == 3 and fig["slots"] == 2000
+    assert (fig["off_p50_ns"], fig["on_p50_ns"]) == (50000.0, 50500.0)
+    assert fig["ratio_p99_ns"] == pytest.approx(1.01)
+    assert fig["ratio_mean_ns"] == pytest.approx(1.01)
+    assert fig["runs"] == 3 and fig["pairs"] == 120 and fig["slots"] == 2000
     (row,) = bench._du_high_results(fig)
     assert row.value == 50500.0 and row.baseline_value == 50000.0 and row.target_met
-    assert "862 messages" in row.note and "0.979-1.010" in row.note
+    assert "862 messages" in row.note and "0.990-1.020" in row.note

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace octopus {
 
@@ -51,11 +52,19 @@ parse_error classify_header(const std::uint8_t* buf, std::size_t len);
 namespace detail {
 
 inline std::uint64_t load_be64(const std::uint8_t* p) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  // one load and a byte swap (GCC left the portable loop below as eight loads and shifts when
+  // inlined into srsRAN's RLC)
+  std::uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return __builtin_bswap64(v);
+#else
   std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) {  // compilers turn this into one load and a byte swap
+  for (int i = 0; i < 8; ++i) {
     v = (v << 8) | p[i];
   }
   return v;
+#endif
 }
 
 // Bytes 0-7 (magic, version, flags, stream, priority, threshold) as one big-endian word: the bits
