@@ -95,7 +95,7 @@ def srsran_du_high(quick: bool) -> dict[str, Any] | None:
     if not exe.is_file():
         return None
     slots, runs = (4000, 1) if quick else (DU_HIGH_SLOTS, DU_HIGH_RUNS)
-    check = _du_high_run(exe, "drops", 2000)
+    check = _du_high_run(exe, "drops", 1000)  # srsRAN's throughput checks start above 1000
     return du_high_figures(check, [_du_high_run(exe, "alternate", slots) for _ in range(runs)])
 
 
