@@ -39,12 +39,17 @@ def build(sanitize: bool = False, tests: bool = True, quiet: bool = True) -> Pat
         f"-DOCTOPUS_SANITIZE={'ON' if sanitize else 'OFF'}",
         f"-DCMAKE_BUILD_TYPE={'RelWithDebInfo' if sanitize else 'Release'}",
     ]  # fmt: skip
-    for cmd in (cfg, ["cmake", "--build", str(out), "-j2"]):
-        r = subprocess.run(cmd, capture_output=quiet, text=True)
-        if r.returncode != 0:
-            tail = "\n".join(((r.stdout or "") + (r.stderr or "")).strip().splitlines()[-25:])
-            raise BuildError(f"liboctopus: {' '.join(cmd[:2])} failed:\n{tail}")
+    _run(cfg, quiet)
+    _run(["cmake", "--build", str(out), "-j2"], quiet)
     return out
+
+
+def _run(cmd: list[str], quiet: bool = True) -> None:
+    """One cmake step; BuildError with the output's last lines if it fails."""
+    r = subprocess.run(cmd, capture_output=quiet, text=True)
+    if r.returncode != 0:
+        tail = "\n".join(((r.stdout or "") + (r.stderr or "")).strip().splitlines()[-25:])
+        raise BuildError(f"liboctopus: {' '.join(cmd[:2])} failed:\n{tail}")
 
 
 def tool(name: str, sanitize: bool = False) -> Path:
@@ -55,10 +60,5 @@ def tool(name: str, sanitize: bool = False) -> Path:
     if not (out / "CMakeCache.txt").exists():
         build(sanitize=sanitize, tests=False)
     else:
-        r = subprocess.run(
-            ["cmake", "--build", str(out), "-j2", "--target", name], capture_output=True, text=True
-        )
-        if r.returncode != 0:
-            tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-25:])
-            raise BuildError(f"liboctopus: building {name} failed:\n{tail}")
+        _run(["cmake", "--build", str(out), "-j2", "--target", name])
     return out / name

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from statistics import median_high
 from typing import Any
 
 from octoric import liboctopus
@@ -76,11 +77,6 @@ def parse_du_high(out: str) -> dict[str, Any]:
     return fig
 
 
-def _median(xs: list[float]) -> float:
-    ys = sorted(xs)
-    return ys[len(ys) // 2]
-
-
 def srsran_du_high(quick: bool) -> dict[str, Any] | None:
     """The processing delay SEC'23 §5 reports (+1.7 %), on srsRAN's DU-high (MAC scheduler, RLC,
     F1-U; release_25_10 + octoric's patches, patch 0010's ``-O``): the time to process a slot
@@ -109,11 +105,11 @@ def du_high_figures(check: dict[str, Any], runs: list[dict[str, Any]]) -> dict[s
     }  # fmt: skip
     for key in ("p50_ns", "p99_ns", "mean_ns"):
         ratios = sorted(r[f"alt_on_{key}"] / r[f"alt_off_{key}"] for r in runs)
-        fig[f"off_{key}"] = _median([r[f"alt_off_{key}"] for r in runs])
-        fig[f"on_{key}"] = _median([r[f"alt_on_{key}"] for r in runs])
-        fig[f"ratio_{key}"] = _median(ratios)
+        fig[f"off_{key}"] = median_high([r[f"alt_off_{key}"] for r in runs])
+        fig[f"on_{key}"] = median_high([r[f"alt_on_{key}"] for r in runs])
+        fig[f"ratio_{key}"] = median_high(ratios)
         fig[f"ratio_{key}_runs"] = [round(x, 4) for x in ratios]
-    fig["dl_grants_per_slot"] = _median([r["dl_grants"] / r["slots"] for r in runs])
+    fig["dl_grants_per_slot"] = median_high([r["dl_grants"] / r["slots"] for r in runs])
     fig["check_dropped_msgs_by_bitrate"] = check["dropped_msgs_by_bitrate"]
     fig["on_dropped_sdus"] = sum(r["dropped_sdus"] for r in runs)
     return fig

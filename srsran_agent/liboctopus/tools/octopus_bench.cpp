@@ -109,13 +109,11 @@ double run(const workload& w, std::uint64_t& sent_bytes, std::uint64_t& drops) {
   auto enqueue = [&](const packet& p) {
     entry& e = ring[(head + len) & mask];
     e.p = &p;
-    if constexpr (parse_only) {
+    if constexpr (parse_only || with_dropper) {
       e.has_hdr = octopus::parse_header(p.hdr, octopus::header_len, e.h) ==
                   octopus::parse_error::none;
     }
     if constexpr (with_dropper) {
-      e.has_hdr = octopus::parse_header(p.hdr, octopus::header_len, e.h) ==
-                  octopus::parse_error::none;
       if (e.has_hdr) {
         d.on_enqueue(e.h, p.size, now);
       }
