@@ -415,22 +415,26 @@ def _run_case(stack: RicStack, tmp: Path, case: LoopCase, seconds: float, warmup
         stop_all(loop, nodes, procs)
         for n in nodes:
             n.trace.close()
-    latency = _samples(nodes, fb, start + warmup_s)
-    row = _figures(case, nodes, latency, st0, st1, cpu0, cpu1, elapsed, start + warmup_s)
+    # the measured indications by their slot in the schedule, not by when the sender got to
+    # them: an indication of the warm-up sent late is still the warm-up's
+    first = t0_ms + round(warmup_s * 1000 / case.period_ms) * case.period_ms + case.period_ms - 1
+    latency = _samples(nodes, fb, first)
+    row = _figures(case, nodes, latency, st0, st1, cpu0, cpu1, elapsed, first)
     arrivals = [(nodes[node].keys[t_ms], round(at * 1e9), None if kt is None else round(kt * 1e9))
                 for node, t_ms, _, at, kt in latency if t_ms in nodes[node].keys]  # fmt: skip
     return row, arrivals
 
 
-def _samples(nodes: list[LoadNode], fb: dict[str, Any], measured_from: float) -> list[Sample]:
-    """The latency samples (``Sample``) of each datagram that answers an indication sent from
-    ``measured_from`` on (the first arrival per UE and t_ms)."""
+def _samples(nodes: list[LoadNode], fb: dict[str, Any], first: int) -> list[Sample]:
+    """The latency samples (``Sample``) of each datagram that answers a measured indication
+    (newest granule ``first`` ms or later: ``LoadNode.sent``'s key; the first arrival per UE
+    and t_ms)."""
     sent_at = {(n.node, t_ms): at for n in nodes for t_ms, at in n.sent}
     out = []
     for ue, t_ms, at, kt in fb["first"]:
         node = ue // 1000 - 1
         t = sent_at.get((node, t_ms))
-        if t is not None and t >= measured_from:
+        if t is not None and t_ms >= first:
             out.append((node, t_ms, t, at, kt))
     return out
 
@@ -455,13 +459,13 @@ def _processed(status: dict[str, Any]) -> int:
 
 def _figures(case: LoopCase, nodes: list[LoadNode], latency: list[Sample], st0: dict[str, Any],
              st1: dict[str, Any], cpu0: dict[str, float], cpu1: dict[str, float],
-             elapsed: float, measured_from: float) -> dict[str, Any]:  # fmt: skip
+             elapsed: float, first: int) -> dict[str, Any]:  # fmt: skip
     sent_total = sum(len(n.sent) for n in nodes)
     lat = [(at - t) * 1e6 for _, _, t, at, _ in latency]
     arr = np.asarray(lat)
     sock = np.asarray([(kt - t) * 1e6 for _, _, t, _, kt in latency if kt is not None])
     flows = case.n_nodes * case.flows_per_node
-    measured = sum(1 for n in nodes for _, at in n.sent if at >= measured_from)
+    measured = sum(1 for n in nodes for t_ms, _ in n.sent if t_ms >= first)
     expected = measured * case.flows_per_node
     processed = _processed(st1)
     lost = sent_total - processed
