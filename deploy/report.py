@@ -166,6 +166,7 @@ def build(run_dir: Path) -> str:
             f'<img alt="{html.escape(title)}" src="data:image/png;base64,{_png(fig)}">'
         )
         plt.close(fig)
+    sections += _testbed_sections(run_dir)
     rows = "".join(
         f"<tr><td>{html.escape(name)}</td><td><code>{html.escape(_brief(state))}</code></td></tr>"
         for name, state in (report.get("components") or {}).items()
@@ -183,6 +184,26 @@ def build(run_dir: Path) -> str:
         f"{head}{''.join(sections)}<h2>Components at the end</h2><table>{rows}</table>"
         "</body></html>"
     )
+
+
+def _testbed_sections(run_dir: Path) -> list[str]:
+    """``octoric testbed live``: its steps and observations, and the real gNB's DL bitrate
+    beside OCC's ABW (``testbed.json``, ``testbed.png``)."""
+    tb = _json(run_dir / "testbed.json")
+    if not tb:
+        return []
+    lines = "".join(f"<li>{html.escape(str(ln))}</li>" for ln in tb.get("summary_lines") or [])
+    out = [f"<h2>Real gNB: steps and what was seen</h2><ul>{lines}</ul>"]
+    png = run_dir / "testbed.png"
+    if png.exists():
+        data = base64.b64encode(png.read_bytes()).decode()
+        out.append(
+            "<h2>OCC's ABW against the gNB's own DL bitrate</h2><p>Per test UE, every second: "
+            "the DL bitrate srsRAN's scheduler metrics report (its JSON metrics) and the target "
+            "the OCC xApp published for that UE (30500).</p>"
+            f'<img alt="ABW against the gNB DL bitrate" src="data:image/png;base64,{data}">'
+        )
+    return out
 
 
 def _brief(state: Any) -> str:

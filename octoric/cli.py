@@ -25,6 +25,11 @@ _PLUGGABLE: dict[str, tuple[str, str, str]] = {
     "ric": ("octoric.ric.cli", "the embedded near-RT RIC (up, down, status, nodes, subs)", "#5"),
     "sim": ("octoric.sim.cli", "the RAN and real-time-video simulator", "#6"),
     "e2sm": ("octoric.e2sm.cli", "decode/encode E2AP, E2SM-KPM and E2SM-RC PDUs", "#4"),
+    "testbed": (
+        "octoric.deploy.testbed.cli",
+        "octoric against a real srsRAN gNB on this machine (testbed live)",
+        "#39",
+    ),
     "eval": (
         "octoric.experiments.cli",
         "paper experiments: schemes x traces -> tables and plots",

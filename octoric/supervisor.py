@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol, TextIO, runtime_checkable
 
 from octoric.config import RunConfig
+from octoric.errors import OctoricError
 from octoric.spare import ACTIVATE, SPARE_FD_ENV
 
 log = logging.getLogger("octoric.supervisor")
@@ -93,6 +94,7 @@ class ChildProcess:
         restart_window_s: float = 60.0,
         spare: bool = False,
         spare_delay_s: float = 5.0,
+        stdin_pipe: bool = False,
     ) -> None:
         self.name = name
         self.argv = list(argv)
@@ -112,6 +114,8 @@ class ChildProcess:
         self._spare: tuple[asyncio.subprocess.Process, int] | None = None
         self._spare_task: asyncio.Task[None] | None = None
         self.spares_used = 0
+        # a program that takes commands on its standard input (srsRAN's gnb): ``send_line``
+        self.stdin_pipe = stdin_pipe
 
     async def _exec(self, spare_fd: int | None = None) -> asyncio.subprocess.Process:
         assert self._ctx is not None and self.log_path is not None
@@ -121,13 +125,21 @@ class ChildProcess:
         with self.log_path.open("ab") as out:
             return await asyncio.create_subprocess_exec(
                 *self.argv,
-                stdin=asyncio.subprocess.DEVNULL,
+                stdin=asyncio.subprocess.PIPE if self.stdin_pipe else asyncio.subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,
                 env=env,
                 start_new_session=True,
                 pass_fds=() if spare_fd is None else (spare_fd,),
             )
+
+    async def send_line(self, line: str) -> None:
+        """Write one command line to the live process's standard input (``stdin_pipe``)."""
+        p = self.proc
+        if not self.stdin_pipe or p is None or p.stdin is None or p.returncode is not None:
+            raise OctoricError(f"{self.name} is not running with a command input")
+        p.stdin.write(line.rstrip("\n").encode() + b"\n")
+        await p.stdin.drain()
 
     async def _new_spare(self) -> tuple[asyncio.subprocess.Process, int]:
         r, w = os.pipe()
@@ -263,6 +275,14 @@ class ChildProcess:
 
     def failed(self) -> str | None:
         return self._gave_up
+
+
+async def cancel_task(task: asyncio.Task[Any] | None) -> None:
+    """Cancel a component's background task and wait until it has ended."""
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def _reap(proc: asyncio.subprocess.Process, timeout: float = 5.0) -> None:

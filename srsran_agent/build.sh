@@ -28,13 +28,13 @@ readonly BRANCH=octoric/patches
 # octoric_du_high_benchmark_octopus_*, with the dropper on: patch 0010).
 readonly TEST_TARGETS=(rlc_octopus_liboctopus_test rlc_um_octopus_test asn1_e2sm_rc_octoric_test e2sm_rc_octopus_test
   e2_indication_granularity_test e2sm_kpm_occ_test rlc_um_tx_benchmark e2sm_rc_ue_info_report_test
-  du_high_benchmark)
+  du_high_benchmark e2_tcp_network_client_test mac_test)
 readonly BENCH_TARGET=rlc_um_tx_benchmark
 readonly BENCH_PATH=tests/benchmarks/rlc/rlc_um_tx_benchmark
 readonly CTEST_REGEX='^octoric_'
 # srsRAN_Project's build dependencies (its README), with GoogleTest for the unit tests.
 readonly APT_PACKAGES=(cmake make gcc g++ pkg-config libfftw3-dev libmbedtls-dev libsctp-dev libyaml-cpp-dev
-  libgtest-dev)
+  libgtest-dev ccache)
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 patch_dir=$here/patches
@@ -163,8 +163,13 @@ if command -v ninja >/dev/null 2>&1; then
 fi
 mkdir -p "$build" "$OCTORIC_PDU_OUT"
 cfg_log=$build/octoric-configure.log
-cfg=(cmake -S "$src" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON -DENABLE_WERROR=ON
-  "-DOCTORIC_LIBOCTOPUS_DIR=$liboctopus_dir")
+launcher=()
+# ccache, when installed, makes a rebuild after a patch change or a new build directory minutes instead of an hour
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+cfg=(cmake -S "$src" -B "$build" "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON
+  -DENABLE_WERROR=ON "-DOCTORIC_LIBOCTOPUS_DIR=$liboctopus_dir")
 echo "${cfg[*]}"
 if ! command -v cmake >/dev/null 2>&1 || ! "${cfg[@]}" >"$cfg_log" 2>&1; then
   [[ -f $cfg_log ]] && tail -n 25 "$cfg_log" >&2

@@ -31,6 +31,11 @@ REPO = Path(__file__).resolve().parents[2]
 GNB_DIR = REPO / "srsran_agent" / "configs"
 CORE_DIR = REPO / "open5gs_config"
 OPTIONS = GNB_DIR / "srsran_release_25_10_options.txt"
+# keys octoric's patch series adds to the gnb (srsran_agent/patches; one per line, with its patch)
+SERIES_OPTIONS = GNB_DIR / "srsran_series_options.txt"
+# the gNB that runs on one machine with octoric's RIC (octoric testbed live): its E2 endpoint is
+# loopback over TCP, not the lab's RIC address
+RFLESS = "gnb_rfless.yml"
 NGAP_PORT = 38412  # TS 38.412; Open5GS's AMF listens here (its ngap.server has no port key)
 
 
@@ -254,7 +259,7 @@ def _agree(what: str, *groups: list[tuple[object, str]]) -> list[str]:
 
 def check(gnb_dir: Path = GNB_DIR, core_dir: Path = CORE_DIR, options: Path = OPTIONS) -> list[str]:
     problems: list[str] = []
-    opts = load_options(options)
+    opts = load_options(options) | load_options(SERIES_OPTIONS)
     gnb_files = sorted(gnb_dir.glob("gnb_*.yml"))
     if not gnb_files:
         problems.append(f"{gnb_dir}: no gnb_*.yml")
@@ -268,7 +273,13 @@ def check(gnb_dir: Path = GNB_DIR, core_dir: Path = CORE_DIR, options: Path = OP
     problems += _agree("DNN", core.dnn, prov.dnn)
     problems += _agree("AMF address", *(x.amf for x in gnbs), core.amf)
     problems += _agree("RTC bearer 5QI", *(x.five_qi for x in gnbs), prov.five_qi)
-    problems += _agree("E2 endpoint", *(x.e2 for x in gnbs))
+    lab = [g for g, path in zip(gnbs, gnb_files, strict=True) if path.name != RFLESS]
+    problems += _agree("E2 endpoint", *(x.e2 for x in lab))
+    for path in gnb_files:
+        if path.name == RFLESS:
+            e2 = (yaml.safe_load(path.read_text()) or {}).get("e2", {})
+            if e2.get("addr") != ports.LOOPBACK or e2.get("transport") != "tcp":
+                problems.append(f"{RFLESS}: e2 must reach the RIC on {ports.LOOPBACK} over tcp")
     for g in gnbs:
         for (_, port), where in g.e2:
             if port != ports.E2:
@@ -287,7 +298,7 @@ def test_the_testbed_configs_agree() -> None:
 
 def test_each_gnb_config_is_checked() -> None:
     names = {p.name for p in GNB_DIR.glob("gnb_*.yml")}
-    assert {"gnb_x410_n78_20mhz.yml", "gnb_x410_n78_100mhz.yml", "gnb_zmq.yml"} <= names
+    assert {"gnb_x410_n78_20mhz.yml", "gnb_x410_n78_100mhz.yml", "gnb_zmq.yml", RFLESS} <= names
 
 
 def test_the_option_list_names_its_source() -> None:

@@ -135,10 +135,12 @@ def config_identity() -> dict[str, set[tuple[str, ...]]]:
         for s in cell["slicing"]:
             add("S-NSSAI", s["sst"], f"{s['sd']:06x}")
         for q in g["qos"]:
-            add("RTC bearer 5QI", q["five_qi"])
+            if q.get("rlc", {}).get("mode") == "um-bidir":  # the RTC bearer (not 5QI 9: AM)
+                add("RTC bearer 5QI", q["five_qi"])
         add("AMF (NGAP, SCTP)", f"{amf['addr']}:{amf['port']}")
-        add("E2 termination (SCTP)", f"{e2['addr']}:{e2['port']}")
-        add("E2 termination (SCTP)", f"{e2['addr']}:{ports.E2}")  # octoric's E2 port
+        if path.name != "gnb_rfless.yml":  # one machine, E2 over TCP on loopback: not the lab's RIC
+            add("E2 termination (SCTP)", f"{e2['addr']}:{e2['port']}")
+            add("E2 termination (SCTP)", f"{e2['addr']}:{ports.E2}")  # octoric's E2 port
     a = _yaml(CORE_DIR / "amf.yaml")["amf"]
     for item in a["plmn_support"]:
         add("PLMN", item["plmn_id"]["mcc"] + item["plmn_id"]["mnc"])
@@ -165,7 +167,8 @@ def gnb_row(path: Path) -> list[str]:
     cell, plmn = g["cell_cfg"], g["cell_cfg"]["plmn"]
     node = GlobalE2NodeId(plmn_bytes(plmn[:3], plmn[3:]), g["gnb_id"], g["gnb_id_bit_length"],
                           du_id=int(g.get("gnb_du_id", 0)))  # fmt: skip
-    return [str(g["gnb_id"]), str(cell["pci"]), str(cell["dl_arfcn"]), meid_of(node)]
+    pci = cell.get("pci", (g.get("cells") or [{}])[0].get("pci"))  # per-cell PCIs: the first
+    return [str(g["gnb_id"]), str(pci), str(cell["dl_arfcn"]), meid_of(node)]
 
 
 # ----------------------------------------------------------------------------------- checks

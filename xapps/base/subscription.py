@@ -8,14 +8,12 @@ subscription arrives later as ``POST <client>/ric/v1/subscriptions/response``;
 
 from __future__ import annotations
 
-import json
 import os
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
 from octoric.contracts import auth
+from octoric.rest_client import request_json
 from octoric.xapps.base.errors import RestError, SubmgrError
 
 DEFAULT_SUBMGR_URL = "http://service-ricplt-submgr-http.ricplt:8088/ric/v1/subscriptions"
@@ -148,25 +146,10 @@ class SubmgrClient:
     def _call(
         self, method: str, url: str, body: Any = None, timeout_s: float | None = None
     ) -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(url, data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        for k, v in auth.bearer(self.token).items():
-            req.add_header(k, v)
-        # submgr sits on loopback or in-cluster: never through a proxy (xApps get HTTP_PROXY
-        # pointed at appmgr-lite for ricxappframe's registration)
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         try:
-            with opener.open(req, timeout=timeout_s or self.timeout_s) as r:
-                raw = r.read()
-                return r.status, json.loads(raw) if raw else None
-        except urllib.error.HTTPError as e:
-            raw = e.read()
-            try:
-                return e.code, json.loads(raw) if raw else None
-            except ValueError:
-                return e.code, raw.decode(errors="replace")
+            return request_json(
+                method, url, body, auth.bearer(self.token), timeout_s or self.timeout_s
+            )
         except (OSError, ValueError) as e:
             raise SubmgrError(f"submgr at {url} unreachable: {e}") from None
 

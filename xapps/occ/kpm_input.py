@@ -50,6 +50,7 @@ class EngineInput:
     metrics: dict[str, FloatArray]
     n_granules: int
     dropped: dict[str, int] = field(default_factory=dict)  # reason -> rows dropped
+    no_value_filled: int = 0  # noValue granules filled (metrics.fill_no_value)
 
 
 def decode_indication(pdu: bytes) -> RicIndication:
@@ -160,6 +161,7 @@ def _from_columns(
     # one copy, metric-major: each metric's (UE, granule) array is a contiguous view of it
     stacked = np.ascontiguousarray(vals[:, idx, :].transpose(1, 0, 2))
     metrics = {n: stacked[i] for i, n in enumerate(names)}
+    filled = M.fill_no_value(metrics) if np.isnan(stacked).any() else 0
     ue_ids = ids.copy()
     if estimate and degraded is not None:
         metrics = degraded.complete(ue_ids, metrics, granularity_ms)
@@ -172,6 +174,7 @@ def _from_columns(
         metrics,
         n_g,
         dropped,
+        filled,
     )
 
 
@@ -227,4 +230,5 @@ def without_rows(inp: EngineInput, bad_ue_ids: tuple[int, ...], reason: str) -> 
         {k: np.ascontiguousarray(v[keep]) for k, v in inp.metrics.items()},
         inp.n_granules,
         dropped,
+        inp.no_value_filled,
     )

@@ -31,6 +31,10 @@ REQUIRED: tuple[str, ...] = (
 )
 # Row order of the block handed to the kernel.
 BLOCK_ROWS: tuple[str, ...] = (*REQUIRED, PRB_TOTAL)
+# Measurements that count what happened in the granule (a sum); the others are the state at its
+# end (the last report's value). A noValue granule of a sum counts nothing; of a state, the state
+# has not changed that anyone saw.
+SUMS: tuple[str, ...] = (ARRIVED_BYTES,)
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -53,6 +57,35 @@ def check_unique(ids: IntArray) -> None:
     """Reject a batch that names a UE twice."""
     if ids.size > 1 and np.unique(ids).size != ids.size:
         raise OccInputError("ue_ids", "duplicate ue_ids in one batch")
+
+
+def fill_no_value(metrics: dict[str, FloatArray]) -> int:
+    """Fill, in place, the granules a gNB reported as noValue (NaN) where the meaning is clear:
+    a sum (``SUMS``) counts 0; a state holds the UE's previous granule's value in the report, or
+    its first reported one for leading granules. A real gNB sends noValue for a UE's MCS in every
+    granule in which it got no PRBs (srsRAN with octoric's patch: OCC.McsDl "of the latest report
+    with PDSCH PRBs"), and for a whole granule now and then when the scheduler's report came late.
+    Rows with no value at all stay NaN (``build_block`` rejects them). Returns how many values
+    were filled."""
+    filled = 0
+    for name, a in metrics.items():
+        nan = np.isnan(a)
+        if not nan.any():
+            continue
+        if name in SUMS:
+            filled += int(nan.sum())
+            a[nan] = 0.0
+            continue
+        n_g = a.shape[1]
+        cols = np.arange(n_g)
+        # forward: the index of the latest valid granule at or before each granule
+        fwd = np.maximum.accumulate(np.where(nan, 0, cols), axis=1)
+        first = np.argmax(~nan, axis=1)  # the first valid granule of each row (0 if none)
+        fwd = np.maximum(fwd, first[:, None])  # leading noValue: the first reported value
+        filled_a = np.take_along_axis(a, fwd, axis=1)
+        filled += int((nan & ~np.isnan(filled_a)).sum())
+        a[...] = filled_a
+    return filled
 
 
 def build_block(

@@ -300,6 +300,8 @@ class OccXapp:
             self._trace_out.mark(msg.payload, t_out, key)
         for reason, n in used.dropped.items():
             self.dropped_rows[reason] += n
+        if used.no_value_filled:
+            self.counters["no_value_filled"] += used.no_value_filled
         sent_at = time.time()
         with self._lock:
             self._pending.pop(msg.meid, None)  # re-inserted last: the dict is in time order

@@ -1,0 +1,517 @@
+"""``octoric testbed live``: a real srsRAN gNB (no radio, test-mode UEs) against this machine's
+embedded RIC and the three xApps, with each step checked and named.
+
+Start order: Redis, the RIC, the gNB (it connects once, so the RIC listens first), the xApps,
+then ``LiveChecks``, which walks the steps a testbed user would check by hand:
+
+1. E2 Setup: the gNB's DU and CU-CP agents are E2 nodes of the RIC.
+2. KPM subscription: the OCC xApp's subscription to the DU is active, in the KPM version the DU
+   announced.
+3. First indication at the OCC xApp.
+4. OCC reports (30500) for every test UE.
+5. Handover xApp: its E2SM-RC REPORT style 4 subscription to the CU-CP.
+
+A step that does not happen in time ends the run with one line: which step, what was seen, what
+to look at. After the steps the run keeps sampling (OCC's ABW beside the gNB's own DL bitrate
+per UE, one row a second) and tries the two actions the gNB allows: an A1 policy through the
+octopus xApp (RC CONTROL action 100 to the DU) and a forced handover (``ho`` on the gNB's
+console); what happened is recorded, not judged fatal (docs/testbed.md says what srsRAN's test
+mode allows). At the end ``testbed.json`` holds the steps, the series, the E2 counts from the
+gNB's pcap beside the xApps' counters, and ``testbed.png`` the ABW-vs-bitrate plot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from octoric.contracts import auth, ue_key
+from octoric.contracts.schemas import OCTOPUS_POLICY_TYPE_ID
+from octoric.deploy.testbed import e2_capture
+from octoric.deploy.testbed.gnb import GnbComponent
+from octoric.deploy.testbed.gnb_metrics import GnbMetrics
+from octoric.deploy.testbed.injector import Injector
+from octoric.deploy.xapps_component import XappComponent
+from octoric.rest_client import request_json
+from octoric.supervisor import RunContext, cancel_task
+
+log = logging.getLogger("testbed.live")
+POLICY_ID = "testbed-live"
+
+
+@dataclass
+class Step:
+    name: str
+    ok: bool | None = None  # None: not reached
+    detail: str = ""
+    at_s: float | None = None  # seconds into the run
+
+
+@dataclass
+class Observation:
+    """An action the run tried on the gNB and what came of it (recorded, not judged)."""
+
+    name: str
+    outcome: str
+    evidence: list[str] = field(default_factory=list)
+
+
+def _get(url: str) -> Any:
+    code, body = request_json("GET", url, timeout_s=2)
+    if code != 200:
+        raise OSError(f"GET {url} answered {code}")
+    return body
+
+
+def _send(method: str, url: str, token: str, body: Any = None) -> tuple[int, Any]:
+    return request_json(method, url, body, auth.bearer(token))
+
+
+class LiveChecks:
+    """The steps and the sampling of ``octoric testbed live`` (a supervisor component)."""
+
+    name = "checks"
+
+    def __init__(
+        self, gnb: GnbComponent, xapps: list[XappComponent], step_timeout_s: float = 45.0
+    ) -> None:
+        self.gnb = gnb
+        self.xapps = {x.spec.name: x for x in xapps}
+        self.step_timeout_s = step_timeout_s
+        self.steps = [Step(n) for n in (
+            "E2 Setup", "KPM subscription", "first indication", "OCC reports for every test UE",
+            "handover subscription",
+        )]  # fmt: skip
+        self.observations: list[Observation] = []
+        self.series: list[dict[str, Any]] = []
+        self.nodes: list[dict[str, Any]] = []
+        self.ctx: RunContext | None = None
+        self.metrics: GnbMetrics | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._failed: str | None = None
+        self.du_meid = ""
+        self.cucp_meid = ""
+        self.final: dict[str, Any] = {}
+        self.injector: Injector | None = None
+
+    # --- component --------------------------------------------------------------------------
+    async def start(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.metrics = GnbMetrics(self.gnb.ws_port, ctx.run_dir / "gnb-metrics.jsonl")
+        self.metrics.start()
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        await cancel_task(self._task)
+        if self.metrics is not None:
+            await self.metrics.stop()
+        if self.injector is not None:
+            await self.injector.stop()
+        with contextlib.suppress(Exception):
+            self._sample()
+        # The count: the gNB stops first (no new indication; srsRAN closes its pcap files), then the
+        # OCC xApp gets a moment for what is in flight before its own count is read.
+        await self.gnb.stop()
+        await asyncio.sleep(1.0)
+        with contextlib.suppress(OSError, ValueError):
+            if "occ" in self.xapps:
+                self.xapps["occ"].last_status = await asyncio.to_thread(self._status, "occ")
+        self.final = self._summary()
+        if self.ctx is not None:
+            (self.ctx.run_dir / "testbed.json").write_text(
+                json.dumps(self.report_full(), indent=2, default=str)
+            )
+
+    def status(self) -> str:
+        done = [s for s in self.steps if s.ok]
+        if self._failed:
+            return "checks FAILED"
+        if len(done) < len(self.steps):
+            nxt = next(s for s in self.steps if not s.ok)
+            return f"checks {len(done)}/{len(self.steps)}, waiting: {nxt.name}"
+        return f"checks {len(done)}/{len(self.steps)} ok, {len(self.series)} samples"
+
+    def failed(self) -> str | None:
+        return self._failed
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "steps": [asdict(s) for s in self.steps],
+            "observations": [asdict(o) for o in self.observations],
+            "summary_lines": self._summary_lines(),
+        }
+
+    def report_full(self) -> dict[str, Any]:
+        return {
+            **self.report(),
+            "nodes": self.nodes,
+            "du_meid": self.du_meid,
+            "cucp_meid": self.cucp_meid,
+            "summary": self.final,
+            "series": self.series,
+        }
+
+    # --- the steps ----------------------------------------------------------------------------
+    def _t(self) -> float:
+        assert self.ctx is not None
+        return round(time.monotonic() - self.ctx.started_at, 2)
+
+    async def _step(
+        self, index: int, check: Callable[[], Awaitable[str | None]], hint: str
+    ) -> bool:
+        """Wait until ``check()`` gives a detail (the step happened); fail the run if not."""
+        step = self.steps[index]
+        deadline = time.monotonic() + self.step_timeout_s
+        last = ""
+        while time.monotonic() < deadline:
+            try:
+                detail = await check()
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                detail, last = None, str(e)
+            if detail:
+                step.ok, step.detail, step.at_s = True, detail, self._t()
+                log.info("step ok: %s (%s) at %.1f s", step.name, detail, step.at_s)
+                return True
+            await asyncio.sleep(0.5)
+        step.ok, step.at_s = False, self._t()
+        step.detail = (
+            f"not within {self.step_timeout_s:.0f} s{f' ({last})' if last else ''}; {hint}"
+        )
+        self._failed = f"step '{step.name}' failed: {step.detail}"
+        log.error("step FAILED: %s: %s", step.name, step.detail)
+        return False
+
+    async def _ric_nodes(self) -> list[dict[str, Any]]:
+        from octoric.ric.launcher import ric_status
+        from octoric.ric.services import RicRuntime
+
+        assert self.ctx is not None
+        st = await ric_status(RicRuntime.read(self.ctx.run_dir / "ric.json"))
+        nodes: list[dict[str, Any]] = st["nodes"]
+        return nodes
+
+    async def _e2_setup(self) -> str | None:
+        self.nodes = [n for n in await self._ric_nodes() if n["connected"]]
+        # srsRAN's DU meid carries the gNB-DU-ID (``_0``); its CU-CP's does not
+        du = [n for n in self.nodes if n["meid"].count("_") == 4]
+        cucp = [n for n in self.nodes if n["meid"].count("_") == 3]
+        if not du or not cucp:
+            return None
+        self.du_meid, self.cucp_meid = du[0]["meid"], cucp[0]["meid"]
+        return ", ".join(
+            f"{n['meid']} ({' '.join(f['oid'] for f in n['ran_functions'])})" for n in self.nodes
+        )
+
+    def _status(self, xapp: str) -> dict[str, Any]:
+        x = self.xapps.get(xapp)
+        if x is None:
+            return {}
+        return dict(_get(x.status_url))
+
+    async def _kpm_subscription(self) -> str | None:
+        st = await asyncio.to_thread(self._status, "occ")
+        subs = [s for s in st.get("subscriptions", []) if s.get("meid") == self.du_meid]
+        active = [s for s in subs if s.get("state") in ("active", "subscribed")]
+        if not active:
+            return None
+        return json.dumps(active[0], default=str)[:300]
+
+    async def _first_indication(self) -> str | None:
+        st = await asyncio.to_thread(self._status, "occ")
+        n = int(st.get("counters", {}).get("indications", 0))
+        return f"{n} indications at the OCC xApp" if n else None
+
+    def _ue_keys(self) -> dict[int, int]:
+        """Test UE RNTI -> its OCC UE key (node + gNB-CU-UE-F1AP-ID)."""
+        return {
+            u.rnti: ue_key.du_key(self.du_meid, u.cu_f1ap_id)
+            for u in self.gnb.test_ues()
+            if u.cu_f1ap_id is not None
+        }
+
+    async def _occ_reports(self) -> str | None:
+        keys = self._ue_keys()
+        want = len(self.gnb.test_ues())
+        if len(keys) < want:
+            return None
+        st = await asyncio.to_thread(self._status, "occ")
+        have = {int(u["ue"]) for u in st.get("ues", []) if u.get("target_bps") is not None}
+        missing = [r for r, k in keys.items() if k not in have]
+        if missing:
+            return None
+        return f"{len(keys)} test UEs ({', '.join(f'{r:#06x}' for r in keys)}) have an ABW"
+
+    async def _handover_subscription(self) -> str | None:
+        st = await asyncio.to_thread(self._status, "handover")
+        subs = [s for s in st.get("subscriptions", []) if s.get("meid") == self.cucp_meid]
+        active = [s for s in subs if s.get("state") in ("active", "subscribed")]
+        return json.dumps(active[0], default=str)[:300] if active else None
+
+    async def _run(self) -> None:
+        ok = await self._step(
+            0, self._e2_setup,
+            "the gNB's DU and CU-CP must connect: see gnb.log (\"E2AP: Connection to "
+            "Near-RT-RIC\") and e2term.log in the run folder",
+        )  # fmt: skip
+        ok = ok and await self._step(
+            1, self._kpm_subscription,
+            "see xapp-occ.log (subscription, unsupported_nodes) and submgr.log",
+        )  # fmt: skip
+        ok = ok and await self._step(
+            2, self._first_indication,
+            "subscribed but no indication: see gnb-srsran.log (E2 lines) and e2term.log",
+        )  # fmt: skip
+        ok = ok and await self._step(
+            3, self._occ_reports,
+            "see xapp-occ.log (rejected_indications, dropped UE rows) and the test UEs' "
+            "F1AP lines in gnb-srsran.log",
+        )  # fmt: skip
+        if "handover" in self.xapps:
+            ok = ok and await self._step(
+                4, self._handover_subscription,
+                "see xapp-handover.log and the CU-CP's E2 lines in gnb-srsran.log",
+            )  # fmt: skip
+        else:
+            self.steps[4].ok, self.steps[4].detail = True, "handover xApp not enabled"
+        if not ok:
+            return
+        self._start_injector()
+        actions = [(20.0, self._try_policy), (40.0, self._try_handover)]
+        while True:
+            self._sample()
+            assert self.ctx is not None
+            now = time.monotonic() - self.ctx.started_at
+            while actions and now >= actions[0][0] + (self.steps[3].at_s or 0):
+                _, act = actions.pop(0)
+                try:
+                    await act()
+                except Exception as e:  # an action's failure is an observation, not a crash
+                    self.observations.append(Observation(act.__name__, f"error: {e}"))
+            await asyncio.sleep(1.0)
+
+    def _start_injector(self) -> None:
+        """OCC-fed video for the first test UE into the CU-UP's N3 (see ``injector``)."""
+        occ = self.xapps.get("occ")
+        keys = self._ue_keys()
+        if occ is None or not keys:
+            return
+        url = f"http://127.0.0.1:{occ.http_port}/occ/v1/flows"
+        self.injector = Injector(url, ue=next(iter(keys.values())), mode="raw")
+        try:
+            self.injector.start()
+        except OSError as e:
+            self.observations.append(Observation("video injector", f"could not start: {e}"))
+            self.injector = None
+
+    # --- sampling -----------------------------------------------------------------------------
+    def _sample(self) -> None:
+        if self.metrics is None or "occ" not in self.xapps:
+            return
+        st = self.xapps["occ"].last_status
+        occ = {int(u["ue"]): u for u in st.get("ues", [])}
+        gnb = self.metrics.latest()
+        row: dict[str, Any] = {"t": round(time.time(), 3), "ues": {}}
+        for rnti, key in self._ue_keys().items():
+            o, g = occ.get(key, {}), gnb.get(rnti, {})
+            row["ues"][f"{rnti:#06x}"] = {
+                "pci": g.get("pci"),
+                "gnb_dl_brate_bps": g.get("dl_brate_bps"),
+                "gnb_dl_mcs": g.get("dl_mcs"),
+                "gnb_dl_bs": g.get("dl_bs"),
+                "occ_target_bps": o.get("target_bps"),
+                "occ_frame_abw_bps": o.get("frame_abw_bps"),
+                "occ_cp_bps": o.get("cp_bps"),
+                "occ_fallback": o.get("fallback"),
+            }
+        self.series.append(row)
+
+    # --- the actions ----------------------------------------------------------------------------
+    async def _try_policy(self) -> None:
+        """An A1 policy for the DU's test UEs: the octopus xApp turns it into RC CONTROL
+        action 100; what the gNB answers is in the octopus xApp's status and the DU pcap."""
+        from octoric.ric.services import RicRuntime
+
+        assert self.ctx is not None
+        rt = RicRuntime.read(self.ctx.run_dir / "ric.json")
+        url = (
+            f"http://127.0.0.1:{rt.ric.a1_rest_port}/A1-P/v2/policytypes/"
+            f"{OCTOPUS_POLICY_TYPE_ID}/policies/{POLICY_ID}"
+        )
+        ues = sorted(self._ue_keys().values())
+        body = {"enable": True, "scope": {"meids": [self.du_meid], "ues": ues}}
+        code, answer = await asyncio.to_thread(_send, "PUT", url, rt.api_token, body)
+        obs = Observation("A1 policy -> RC CONTROL action 100", f"A1 PUT answered {code}")
+        obs.evidence.append(f"A1: {code} {answer}")
+        deadline = time.monotonic() + 15
+        pol: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            st = await asyncio.to_thread(self._status, "octopus")
+            pols = [p for p in st.get("policies", []) if p.get("id") == POLICY_ID]
+            pol = pols[0] if pols else {}
+            if pol.get("state") in ("enforced", "not_enforced"):
+                break
+            await asyncio.sleep(0.5)
+        obs.outcome = f"policy state {pol.get('state', 'unknown')}: {pol.get('reason', '')}"[:300]
+        obs.evidence.append(f"octopus xApp: {json.dumps(pol, default=str)[:600]}")
+        refused = [ln.strip() for ln in self.gnb.srsran_log().splitlines() if "refused" in ln][:2]
+        obs.evidence += [f"gnb log: {ln}" for ln in refused]
+        st = await asyncio.to_thread(self._status, "octopus")
+        obs.evidence.append(f"octopus controls: {json.dumps(st.get('controls', {}))[:400]}")
+        self.observations.append(obs)
+        log.info("observed: %s: %s", obs.name, obs.outcome)
+
+    async def _try_handover(self) -> None:
+        """``ho <serving pci> <rnti> <target pci>`` for the first test UE of the first cell."""
+        ues = self.gnb.test_ues()
+        cells = self.gnb.cells
+        if not ues or len(cells) < 2:
+            return
+        ue = ues[0]
+        target = next(p for p in cells if p != ue.pci)
+        before = self.gnb.srsran_log()
+        await self.gnb.command(f"ho {ue.pci} {ue.rnti:x} {target}")
+        await asyncio.sleep(3.0)
+        after = self.gnb.srsran_log()[len(before) :]
+        console = [ln for ln in self.gnb.console().splitlines() if "andover" in ln][-3:]
+        lines = [ln.strip() for ln in after.splitlines() if "andover" in ln or "HO" in ln][:6]
+        st = await asyncio.to_thread(self._status, "handover")
+        ev = st.get("ho_events", {})
+        detected = sum(int(v) for v in ev.values()) if isinstance(ev, dict) else 0
+        obs = Observation(
+            f"forced handover (ho {ue.pci} {ue.rnti:x} {target})",
+            f"{detected} handover events at the handover xApp",
+            [*(f"gnb console: {c}" for c in console), *(f"gnb log: {c}" for c in lines),
+             f"handover xApp events: {ev}"],
+        )  # fmt: skip
+        self.observations.append(obs)
+        log.info("observed: %s: %s", obs.name, obs.outcome)
+
+    # --- the end --------------------------------------------------------------------------------
+    def _summary(self) -> dict[str, Any]:
+        assert self.ctx is not None
+        run_dir = self.ctx.run_dir
+        du = e2_capture.tally(run_dir / "gnb-e2ap-du.pcap")
+        cucp = e2_capture.tally(run_dir / "gnb-e2ap-cu-cp.pcap")
+        occ = self.xapps["occ"].last_status if "occ" in self.xapps else {}
+        received = int(occ.get("counters", {}).get("indications", 0))
+        # the DU also reports to other xApps' subscriptions: count those of the OCC xApp's ones
+        instances = {
+            int(s["e2_instance_id"]) for s in occ.get("subscriptions", [])
+            if s.get("meid") == self.du_meid and s.get("e2_instance_id") is not None
+        }  # fmt: skip
+        by_instance = e2_capture.indications_by_instance(run_dir / "gnb-e2ap-du.pcap")
+        sent = sum(n for i, n in by_instance.items() if i in instances)
+        out: dict[str, Any] = {
+            "gnb_du_pdus": dict(du),
+            "gnb_cucp_pdus": dict(cucp),
+            "du_indications_by_instance": dict(by_instance),
+            "occ_instances": sorted(instances),
+            "du_indications_sent": sent,
+            "occ_indications_received": received,
+            "lost": sent - received,
+            "gnb_metrics_documents": self.metrics.documents if self.metrics else 0,
+            "injector": self.injector.report() if self.injector else None,
+        }
+        out["abw_vs_gnb"] = abw_vs_gnb(self.series)
+        return out
+
+    def _summary_lines(self) -> list[str]:
+        lines = [
+            f"step {'ok  ' if s.ok else 'FAIL' if s.ok is False else '--  '} {s.name}: {s.detail}"
+            for s in self.steps
+        ]
+        lines += [f"seen {o.name}: {o.outcome}" for o in self.observations]
+        f = self.final
+        if f:
+            lines.append(
+                f"E2 indications: gNB sent {f['du_indications_sent']}, OCC received "
+                f"{f['occ_indications_received']} (lost {f['lost']})"
+            )
+            for rnti, c in sorted(f.get("abw_vs_gnb", {}).items()):
+                lines.append(
+                    f"UE {rnti}: median OCC ABW {c['occ_median_bps'] / 1e6:.2f} Mbit/s (target "
+                    f"{c['occ_target_median_bps'] / 1e6:.2f}), gNB DL "
+                    f"{c['gnb_median_bps'] / 1e6:.2f} Mbit/s, ABW/gNB {c['ratio']:.3f}"
+                )
+        return lines
+
+
+def abw_vs_gnb(series: list[dict[str, Any]], skip_s: float = 5.0) -> dict[str, dict[str, float]]:
+    """Per test UE: the medians over the run (after ``skip_s``) of OCC's available bandwidth
+    (``frame_abw_bps``, the ABW its 30500 reports carry), of the target it gives senders
+    (``target_bps``, below the ABW by its latency margin) and of the gNB's own DL bitrate, and the
+    ABW's ratio to that bitrate."""
+    if not series:
+        return {}
+    t0 = series[0]["t"]
+    out: dict[str, dict[str, float]] = {}
+    per: dict[str, tuple[list[float], list[float], list[float]]] = {}
+    for row in series:
+        if row["t"] - t0 < skip_s:
+            continue
+        for rnti, u in row["ues"].items():
+            if u.get("occ_frame_abw_bps") is None or u.get("gnb_dl_brate_bps") is None:
+                continue
+            abw, target, gnb = per.setdefault(rnti, ([], [], []))
+            abw.append(float(u["occ_frame_abw_bps"]))
+            target.append(float(u.get("occ_target_bps") or 0.0))
+            gnb.append(float(u["gnb_dl_brate_bps"]))
+    for rnti, (abw, target, gnb) in per.items():
+        ma, mg = statistics.median(abw), statistics.median(gnb)
+        out[rnti] = {
+            "occ_median_bps": ma,
+            "occ_target_median_bps": statistics.median(target),
+            "gnb_median_bps": mg,
+            "ratio": ma / mg if mg > 0 else float("inf"),
+            "samples": float(len(abw)),
+        }
+    return out
+
+
+def plot(run_dir: Path) -> Path | None:
+    """``testbed.png``: each test UE's OCC target beside the gNB's DL bitrate, over the run."""
+    path = run_dir / "testbed.json"
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    series = data.get("series") or []
+    if not series:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rntis = sorted({r for row in series for r in row["ues"]})
+    fig, axes = plt.subplots(len(rntis), 1, figsize=(9, 2.2 * len(rntis)), sharex=True,
+                             squeeze=False)  # fmt: skip
+    t0 = series[0]["t"]
+    for ax, rnti in zip(axes[:, 0], rntis, strict=True):
+        t = [row["t"] - t0 for row in series if rnti in row["ues"]]
+        for field_, label, style in (
+            ("gnb_dl_brate_bps", "gNB DL bitrate (srsRAN metrics)", "-"),
+            ("occ_frame_abw_bps", "OCC ABW (30500)", "--"),
+            ("occ_target_bps", "OCC sender target", ":"),
+        ):
+            v = [row["ues"][rnti].get(field_) for row in series if rnti in row["ues"]]
+            ax.plot(t, [x / 1e6 if x is not None else float("nan") for x in v], style,
+                    label=label)  # fmt: skip
+        pci = next((row["ues"][rnti].get("pci") for row in series if rnti in row["ues"]), None)
+        ax.set_ylabel("Mbit/s")
+        ax.set_title(f"test UE {rnti} (cell PCI {pci})", fontsize=9, loc="left")
+        ax.grid(alpha=0.3)
+    axes[0, 0].legend(fontsize=8, loc="lower right")
+    axes[-1, 0].set_xlabel("seconds into the run")
+    fig.tight_layout()
+    out = run_dir / "testbed.png"
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out

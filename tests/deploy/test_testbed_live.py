@@ -1,0 +1,87 @@
+"""Issue #39: a real srsRAN gNB (srsran_agent/build.sh, no radio) against octoric's RIC and
+xApps, through ``octoric testbed live`` itself.
+
+Runs when ``OCTORIC_SRSRAN_BUILD`` names a build directory of ``srsran_agent/build.sh``; skips
+with that reason otherwise (CI has no srsRAN build: it takes 40-60 minutes on two cores). What
+the gNB sent in such runs is kept as test vectors (``tests/e2sm/vectors/srsran-live``,
+``tests/e2sm/test_srsran_live_vectors.py``), so CI keeps the proof without the gNB.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from octoric.redis_server import free_port
+from octoric.ric.stack import RIC_PORTS, distinct_pairs
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        not os.environ.get("OCTORIC_SRSRAN_BUILD"),
+        reason="OCTORIC_SRSRAN_BUILD is not set: no srsRAN gNB built by srsran_agent/build.sh",
+    ),
+]
+
+
+def _e2_port() -> int:
+    # srsRAN's e2.port must lie in 20000..40000 (its CLI11 check)
+    for _ in range(50):
+        p = free_port()
+        if 20000 <= p <= 40000:
+            return p
+    return 36421
+
+
+@pytest.fixture(scope="module")
+def live_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("testbed")
+    sets = [f"redis.port={free_port()}", "dashboard.enabled=false", f"ric.e2_port={_e2_port()}"]
+    sets += [
+        f"ric.{name}={port}" for name, port in distinct_pairs(RIC_PORTS).items()
+        if name != "e2_port"
+    ]  # fmt: skip
+    argv = [sys.executable, "-m", "octoric.cli", "testbed", "live", "--srsran-build",
+            os.environ["OCTORIC_SRSRAN_BUILD"], "--duration", "75", "--no-live",
+            "--report-dir", str(out)]  # fmt: skip
+    for s in sets:
+        argv += ["--set", s]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    runs = sorted(p for p in out.iterdir() if (p / "testbed.json").exists())
+    assert runs, f"no run folder with testbed.json\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    tb: dict[str, Any] = json.loads((runs[-1] / "testbed.json").read_text())
+    tb["_dir"] = runs[-1]
+    tb["_stdout"] = r.stdout
+    return tb
+
+
+def test_every_step_happens_and_no_indication_is_lost(live_run: dict[str, Any]) -> None:
+    for s in live_run["steps"]:
+        assert s["ok"], f"step {s['name']}: {s['detail']}\n{live_run['_stdout'][-2000:]}"
+    summary = live_run["summary"]
+    assert summary["gnb_du_pdus"].get("E2SetupRequest") == 1
+    assert summary["gnb_cucp_pdus"].get("E2SetupRequest") == 1
+    # every indication the gNB's DU sent to the OCC xApp's subscription (its own pcap) arrived
+    assert summary["du_indications_sent"] > 1000
+    assert summary["lost"] == 0, summary
+    assert len(summary["abw_vs_gnb"]) == 4  # 30500 for every test UE, beside the gNB's bitrate
+    assert (live_run["_dir"] / "testbed.png").exists()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="#39 done-when 1 not met yet: the DU's 1 ms granules alternate between two scheduler "
+    "reports and none (srsRAN's MAC sends two 1 ms windows every 2 ms; patch 0006 assigns reports "
+    "to granules by arrival time), which aliases with the scheduler's slot-by-slot alternation of "
+    "two full-buffer UEs: OCC sees one UE with the whole cell and the other with none "
+    "(ABW/gNB 0.60-2.24 in a 300 s run). Fix: granules in slot time (docs/testbed.md).",
+)
+def test_occ_abw_is_within_15_percent_of_the_gnbs_bitrate(live_run: dict[str, Any]) -> None:
+    for rnti, c in live_run["summary"]["abw_vs_gnb"].items():
+        assert 0.85 <= c["ratio"] <= 1.15, (rnti, c)
