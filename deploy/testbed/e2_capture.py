@@ -97,12 +97,13 @@ def indications_by_instance(path: Path) -> Counter[int]:
 
 
 def samples(path: Path) -> dict[str, bytes]:
-    """The first PDU of each kind (an indication of each RAN function: ``RicIndication/<id>``)."""
+    """The first PDU of each kind (an indication of each subscription:
+    ``RicIndication/<RAN function>-i<RIC instance>``)."""
     out: dict[str, bytes] = {}
     for data, msg in _messages(path):
         name = type(msg).__name__
-        if isinstance(msg, e2ap.RicIndication):
-            name = f"{name}/{msg.ran_function_id}"
+        if isinstance(msg, e2ap.RicIndication):  # one per subscription (RIC instance)
+            name = f"{name}/{msg.ran_function_id}-i{msg.request_id.instance_id}"
         out.setdefault(name, data)
     return out
 

@@ -43,7 +43,7 @@ def test_the_vectors_name_their_source() -> None:
     prov = _index()["provenance"]
     assert prov["srsran_tag"] == "release_25_10"
     assert len(prov["srsran_commit"]) == 40
-    assert prov["patch_series"].startswith("0001-0014")
+    assert prov["patch_series"].startswith("0001-0015")
     assert "gnb_rfless.yml" in prov["config"]
 
 
@@ -66,7 +66,15 @@ def test_the_dus_e2_setup_offers_kpm_with_occ_and_rc() -> None:
 
 
 def test_a_real_style4_indication_carries_every_test_ue_and_granule() -> None:
-    _ind, cols = indication.parse_ric_indication(_one("du-RicIndication"))
+    # the DU reports to the OCC xApp's subscription and to the handover xApp's: take OCC's
+    parsed = [
+        indication.parse_ric_indication(raw)[1]
+        for name, raw in _pdus().items()
+        if name.startswith("du-RicIndication")
+    ]
+    occ = [c for c in parsed if "OCC.McsDl" in c.metrics]
+    assert occ, "no indication of the OCC xApp's subscription"
+    cols = occ[0]
     assert len(cols.ue_ids) == 4
     assert all(u.kind == "gNB-DU-UEID" for u in cols.ue_ids)
     assert cols.values.shape[2] == 10  # ten 1 ms granules per 10 ms report
