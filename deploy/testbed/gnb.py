@@ -144,6 +144,9 @@ class GnbComponent:
         self.config: dict[str, Any] = {}
         self.config_path: Path | None = None
         self.starts = 0
+        self._f1ap_offset = 0
+        self._f1ap_lines: list[str] = []
+        self._ues_done: list[ModeUe] | None = None
 
     @property
     def cells(self) -> list[int]:
@@ -184,6 +187,7 @@ class GnbComponent:
         """Stop the gNB and start it again with the same config (a gNB restart mid-run)."""
         if self.child is not None:
             await self.child.stop()
+        self._ues_done, self._f1ap_lines = None, []
         await self._spawn()
 
     async def command(self, line: str) -> None:
@@ -199,13 +203,34 @@ class GnbComponent:
             return ""
         return self.child.log_path.read_text(errors="replace")
 
-    def srsran_log(self) -> str:
-        path = Path(self.config.get("log", {}).get("filename", ""))
-        return path.read_text(errors="replace") if path.is_file() else ""
+    def srsran_log_path(self) -> Path:
+        return Path(self.config.get("log", {}).get("filename", ""))
+
+    def srsran_log_tail(self, offset: int) -> tuple[str, int]:
+        """What srsRAN's log gained since byte ``offset``, and the new offset (the log grows by
+        megabytes a minute: it is never read whole while the run goes on)."""
+        path = self.srsran_log_path()
+        if not path.is_file():
+            return "", offset
+        with path.open("rb") as f:
+            f.seek(offset)
+            data = f.read()
+        # whole lines only: srsRAN writes its log in blocks, the last line may still be cut
+        data = data[: data.rfind(b"\n") + 1]
+        return data.decode(errors="replace"), offset + len(data)
 
     def test_ues(self) -> list[ModeUe]:
+        """The test UEs and their F1AP IDs, from the F1AP lines srsRAN has logged so far (read
+        incrementally; the answer is kept once every UE has its ID)."""
         per_cell = int(self.config["test_mode"]["test_ue"]["nof_ues"])
-        return ues_from_f1ap_log(self.srsran_log(), self.cells, self.first_rnti, per_cell)
+        if self._ues_done is not None:
+            return self._ues_done
+        text, self._f1ap_offset = self.srsran_log_tail(self._f1ap_offset)
+        self._f1ap_lines += [ln for ln in text.splitlines() if "ue=" in ln and "[DU-F1" in ln]
+        ues = ues_from_f1ap_log("\n".join(self._f1ap_lines), self.cells, self.first_rnti, per_cell)
+        if ues and all(u.cu_f1ap_id is not None for u in ues):
+            self._ues_done = ues
+        return ues
 
     def running(self) -> bool:
         p = self.child.proc if self.child else None

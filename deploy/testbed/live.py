@@ -101,6 +101,7 @@ class LiveChecks:
         self.cucp_meid = ""
         self.final: dict[str, Any] = {}
         self.injector: Injector | None = None
+        self._log_mark = 0  # srsRAN's log size when the policy went out
 
     # --- component --------------------------------------------------------------------------
     async def start(self, ctx: RunContext) -> None:
@@ -347,6 +348,7 @@ class LiveChecks:
         )
         ues = sorted(self._ue_keys().values())
         body = {"enable": True, "scope": {"meids": [self.du_meid], "ues": ues}}
+        self._log_mark = self.gnb.srsran_log_path().stat().st_size
         code, answer = await asyncio.to_thread(_send, "PUT", url, rt.api_token, body)
         obs = Observation("A1 policy -> RC CONTROL action 100", f"A1 PUT answered {code}")
         obs.evidence.append(f"A1: {code} {answer}")
@@ -361,7 +363,8 @@ class LiveChecks:
             await asyncio.sleep(0.5)
         obs.outcome = f"policy state {pol.get('state', 'unknown')}: {pol.get('reason', '')}"[:300]
         obs.evidence.append(f"octopus xApp: {json.dumps(pol, default=str)[:600]}")
-        refused = [ln.strip() for ln in self.gnb.srsran_log().splitlines() if "refused" in ln][:2]
+        text, _ = self.gnb.srsran_log_tail(max(0, self._log_mark))
+        refused = [ln.strip() for ln in text.splitlines() if "refused" in ln][:2]
         obs.evidence += [f"gnb log: {ln}" for ln in refused]
         st = await asyncio.to_thread(self._status, "octopus")
         obs.evidence.append(f"octopus controls: {json.dumps(st.get('controls', {}))[:400]}")
@@ -376,10 +379,10 @@ class LiveChecks:
             return
         ue = ues[0]
         target = next(p for p in cells if p != ue.pci)
-        before = self.gnb.srsran_log()
+        _, offset = self.gnb.srsran_log_tail(self.gnb.srsran_log_path().stat().st_size)
         await self.gnb.command(f"ho {ue.pci} {ue.rnti:x} {target}")
         await asyncio.sleep(3.0)
-        after = self.gnb.srsran_log()[len(before) :]
+        after, _ = self.gnb.srsran_log_tail(offset)
         console = [ln for ln in self.gnb.console().splitlines() if "andover" in ln][-3:]
         lines = [ln.strip() for ln in after.splitlines() if "andover" in ln or "HO" in ln][:6]
         st = await asyncio.to_thread(self._status, "handover")

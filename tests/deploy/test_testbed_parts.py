@@ -151,3 +151,20 @@ def test_the_cli_names_what_is_missing(
     assert "--srsran-build DIR or set OCTORIC_SRSRAN_BUILD" in capsys.readouterr().err
     assert main(["testbed", "live", "--srsran-build", str(tmp_path), "--ues", "3"]) == 1
     assert "--ues must be even" in capsys.readouterr().err
+
+
+def test_srsran_log_is_read_in_whole_lines(tmp_path: Path) -> None:
+    from octoric.deploy.testbed.gnb import GnbComponent
+
+    exe = tmp_path / "apps" / "gnb" / "gnb"
+    exe.parent.mkdir(parents=True)
+    exe.write_bytes(b"Transport to the RIC")
+    g = GnbComponent(GnbOptions(tmp_path))
+    log = tmp_path / "gnb-srsran.log"
+    g.config = {"log": {"filename": str(log)}, "cells": [{"pci": 1}],
+                "test_mode": {"test_ue": {"rnti": "0x4601", "nof_ues": 1}}}  # fmt: skip
+    log.write_text("x [DU-F1   ] [I] ue=0 c-rnti=0x4601 du_ue=0: F1 UE context created\nx [DU-F1")
+    assert g.test_ues() == [ModeUe(1, 0x4601, None)]  # the cut line waits
+    with log.open("a") as f:
+        f.write("   ] [I] Rx PDU du=0 ue=0 cu_ue=5 du_ue=0: DLRRCMessageTransfer\n")
+    assert g.test_ues() == [ModeUe(1, 0x4601, 5)]
