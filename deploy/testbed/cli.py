@@ -35,6 +35,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the dummy radio's slot length factor (1: real time; 2: half speed, for a host "
         "that cannot keep up)",
     )
+    live.add_argument(
+        "--inject",
+        action="store_true",
+        help="send OCC-fed Octopus video into the CU-UP's N3 (srsRAN's test mode drops it at "
+        "F1-U: it only loads the gNB; for a gNB whose UEs have a DRB)",
+    )
     live.add_argument("--report-dir", default="build/testbed", help="where run folders go")
     live.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a run key")
     live.add_argument("--no-live", action="store_true", help="no live status line")
@@ -59,6 +65,9 @@ def _live(args: argparse.Namespace) -> int:
     overrides += list(args.set or [])
     cfg = cfgmod.load(None, overrides)
     opts = compose.TestbedOptions(
-        build_dir=Path(args.srsran_build), ues=args.ues, time_scaling=args.time_scaling
+        build_dir=Path(args.srsran_build),
+        ues=args.ues,
+        time_scaling=args.time_scaling,
+        inject=args.inject,
     )
     return compose.run(cfg, opts, live=not args.no_live)

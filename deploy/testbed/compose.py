@@ -24,6 +24,7 @@ class TestbedOptions:
     ues: int = 4
     time_scaling: float = 1.0
     cells: int = 2  # srsran_agent/configs/gnb_rfless.yml
+    inject: bool = False  # OCC-fed video into N3 (live.LiveChecks, injector)
 
 
 def build_components(ctx: RunContext, opts: TestbedOptions) -> list[Component]:
@@ -32,7 +33,7 @@ def build_components(ctx: RunContext, opts: TestbedOptions) -> list[Component]:
                    time_scaling=opts.time_scaling)
     )  # fmt: skip
     xapps = xapp_components(ctx)
-    checks = LiveChecks(gnb, xapps)
+    checks = LiveChecks(gnb, xapps, inject=opts.inject)
     parts: list[Component] = [RicComponent(), gnb, *xapps, checks]
     if not ctx.config.dashboard.enabled:
         return parts

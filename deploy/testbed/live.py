@@ -81,9 +81,14 @@ class LiveChecks:
     name = "checks"
 
     def __init__(
-        self, gnb: GnbComponent, xapps: list[XappComponent], step_timeout_s: float = 45.0
+        self,
+        gnb: GnbComponent,
+        xapps: list[XappComponent],
+        step_timeout_s: float = 45.0,
+        inject: bool = False,
     ) -> None:
         self.gnb = gnb
+        self.inject = inject
         self.xapps = {x.spec.name: x for x in xapps}
         self.step_timeout_s = step_timeout_s
         self.steps = [Step(n) for n in (
@@ -284,7 +289,8 @@ class LiveChecks:
             self.steps[4].ok, self.steps[4].detail = True, "handover xApp not enabled"
         if not ok:
             return
-        self._start_injector()
+        if self.inject:
+            self._start_injector()
         actions = [(20.0, self._try_policy), (40.0, self._try_handover)]
         while True:
             self._sample()
