@@ -39,7 +39,7 @@ from octoric.deploy.testbed import e2_capture
 from octoric.deploy.testbed.gnb import GnbComponent
 from octoric.deploy.testbed.gnb_metrics import GnbMetrics
 from octoric.deploy.testbed.injector import Injector
-from octoric.deploy.xapps_component import XappComponent
+from octoric.deploy.xapps_component import XappComponent, _get_json
 from octoric.rest_client import request_json
 from octoric.supervisor import RunContext, cancel_task
 
@@ -62,13 +62,6 @@ class Observation:
     name: str
     outcome: str
     evidence: list[str] = field(default_factory=list)
-
-
-def _get(url: str) -> Any:
-    code, body = request_json("GET", url, timeout_s=2)
-    if code != 200:
-        raise OSError(f"GET {url} answered {code}")
-    return body
 
 
 def _send(method: str, url: str, token: str, body: Any = None) -> tuple[int, Any]:
@@ -129,7 +122,7 @@ class LiveChecks:
         await asyncio.sleep(1.0)
         with contextlib.suppress(OSError, ValueError):
             if "occ" in self.xapps:
-                self.xapps["occ"].last_status = await asyncio.to_thread(self._status, "occ")
+                self.xapps["occ"].last_status = await asyncio.to_thread(self._status, "occ", True)
         self.final = self._summary()
         if self.ctx is not None:
             (self.ctx.run_dir / "testbed.json").write_text(
@@ -216,14 +209,15 @@ class LiveChecks:
             f"{n['meid']} ({' '.join(f['oid'] for f in n['ran_functions'])})" for n in self.nodes
         )
 
-    def _status(self, xapp: str) -> dict[str, Any]:
+    def _status(self, xapp: str, fresh: bool = False) -> dict[str, Any]:
+        """The xApp's status: what its component polled last (once a second), or read now."""
         x = self.xapps.get(xapp)
         if x is None:
             return {}
-        return dict(_get(x.status_url))
+        return dict(_get_json(x.status_url)) if fresh else dict(x.last_status)
 
     async def _kpm_subscription(self) -> str | None:
-        st = await asyncio.to_thread(self._status, "occ")
+        st = self._status("occ")
         subs = [s for s in st.get("subscriptions", []) if s.get("meid") == self.du_meid]
         active = [s for s in subs if s.get("state") in ("active", "subscribed")]
         if not active:
@@ -231,7 +225,7 @@ class LiveChecks:
         return json.dumps(active[0], default=str)[:300]
 
     async def _first_indication(self) -> str | None:
-        st = await asyncio.to_thread(self._status, "occ")
+        st = self._status("occ")
         n = int(st.get("counters", {}).get("indications", 0))
         return f"{n} indications at the OCC xApp" if n else None
 
@@ -248,7 +242,7 @@ class LiveChecks:
         want = len(self.gnb.test_ues())
         if len(keys) < want:
             return None
-        st = await asyncio.to_thread(self._status, "occ")
+        st = self._status("occ")
         have = {int(u["ue"]) for u in st.get("ues", []) if u.get("target_bps") is not None}
         missing = [r for r, k in keys.items() if k not in have]
         if missing:
@@ -256,7 +250,7 @@ class LiveChecks:
         return f"{len(keys)} test UEs ({', '.join(f'{r:#06x}' for r in keys)}) have an ABW"
 
     async def _handover_subscription(self) -> str | None:
-        st = await asyncio.to_thread(self._status, "handover")
+        st = self._status("handover")
         subs = [s for s in st.get("subscriptions", []) if s.get("meid") == self.cucp_meid]
         active = [s for s in subs if s.get("state") in ("active", "subscribed")]
         return json.dumps(active[0], default=str)[:300] if active else None
@@ -361,7 +355,7 @@ class LiveChecks:
         deadline = time.monotonic() + 15
         pol: dict[str, Any] = {}
         while time.monotonic() < deadline:
-            st = await asyncio.to_thread(self._status, "octopus")
+            st = self._status("octopus")
             pols = [p for p in st.get("policies", []) if p.get("id") == POLICY_ID]
             pol = pols[0] if pols else {}
             if pol.get("state") in ("enforced", "not_enforced"):
@@ -372,7 +366,7 @@ class LiveChecks:
         text, _ = self.gnb.srsran_log_tail(max(0, self._log_mark))
         refused = [ln.strip() for ln in text.splitlines() if "refused" in ln][:2]
         obs.evidence += [f"gnb log: {ln}" for ln in refused]
-        st = await asyncio.to_thread(self._status, "octopus")
+        st = self._status("octopus")
         obs.evidence.append(f"octopus controls: {json.dumps(st.get('controls', {}))[:400]}")
         self.observations.append(obs)
         log.info("observed: %s: %s", obs.name, obs.outcome)
@@ -385,13 +379,13 @@ class LiveChecks:
             return
         ue = ues[0]
         target = next(p for p in cells if p != ue.pci)
-        _, offset = self.gnb.srsran_log_tail(self.gnb.srsran_log_path().stat().st_size)
+        offset = self.gnb.srsran_log_path().stat().st_size
         await self.gnb.command(f"ho {ue.pci} {ue.rnti:x} {target}")
         await asyncio.sleep(3.0)
         after, _ = self.gnb.srsran_log_tail(offset)
         console = [ln for ln in self.gnb.console().splitlines() if "andover" in ln][-3:]
         lines = [ln.strip() for ln in after.splitlines() if "andover" in ln or "HO" in ln][:6]
-        st = await asyncio.to_thread(self._status, "handover")
+        st = self._status("handover")
         ev = st.get("ho_events", {})
         detected = sum(int(v) for v in ev.values()) if isinstance(ev, dict) else 0
         obs = Observation(
