@@ -4,7 +4,9 @@
 The KPM measurements a node offers come from its KPM RAN function definition in the R-NIB
 record (the E2SM-KPM-RANfunction-Description bytes as a hex string, as e2term writes them), and
 the E2SM-RC REPORT styles it offers from its RC RAN function definition (srsRAN's DU offers RC
-for control only; its CU-CP, with octoric's patch, REPORT style 4).
+for control only; its CU-CP, with octoric's patch, REPORT style 4). A KPM definition that was
+read and lists no report style (srsRAN's CU-CP: a KPM function with no measurement at all) is
+known to offer nothing (``E2Node.kpm_offer_known``), unlike one that could not be read.
 """
 
 from __future__ import annotations
@@ -30,9 +32,12 @@ class E2Node:
     meid: str
     connected: bool
     ran_functions: tuple[tuple[int, str], ...]  # (RAN function ID, OID)
-    kpm_styles: KpmStyles = ()  # from the KPM RAN function definition; () if unknown
+    kpm_styles: KpmStyles = ()  # from its KPM RAN function definition; () if unknown or none
     kpm_version: KpmVersion | None = None  # what its E2 Setup announces (kpm_version.announced)
     rc_report_styles: tuple[int, ...] | None = None  # E2SM-RC REPORT styles; None: not known
+    # its KPM RAN function definition was read: ``kpm_styles`` is all it offers, even when
+    # empty (srsRAN's CU-CP lists no report style at all)
+    kpm_definition_read: bool = False
 
     def has_function(self, oid: str, ran_function_id: int | None = None) -> bool:
         return any(
@@ -52,6 +57,11 @@ class E2Node:
             if style is None or s == style:
                 out.update(dict.fromkeys(names))
         return tuple(out)
+
+    def kpm_offer_known(self) -> bool:
+        """Is what it offers in E2SM-KPM known (its definition was read, or lists styles)?
+        False: ``kpm_measurements`` says nothing about what it would accept."""
+        return self.kpm_definition_read or bool(self.kpm_styles)
 
 
 @functools.lru_cache(maxsize=64)
@@ -83,20 +93,20 @@ def _styles(d: kpm.KpmRanFunctionDefinition) -> KpmStyles:
     )
 
 
-def _kpm_function(meid: str, functions: Any) -> tuple[KpmStyles, KpmVersion | None]:
-    """The report styles and the announced KPM version of the node's KPM RAN function
-    (R-NIB ``RanFunction`` entries): the one with an E2SM-KPM OID (any version's), else the
-    one with KPM's usual RAN function ID."""
+def _kpm_function(meid: str, functions: Any) -> tuple[KpmStyles, KpmVersion | None, bool]:
+    """The report styles, the announced KPM version and whether the definition was read, of
+    the node's KPM RAN function (R-NIB ``RanFunction`` entries): the one with an E2SM-KPM OID
+    (any version's), else the one with KPM's usual RAN function ID."""
     fs = list(functions)
     f = next((f for f in fs if is_kpm(str(f.ran_function_oid))), None)
     if f is None:
         f = next((f for f in fs if int(f.ran_function_id) == kpm.RAN_FUNCTION_ID), None)
     if f is None:
         log.debug("%s offers no KPM RAN function", meid)
-        return (), None
+        return (), None, False
     d = kpm_definition_of(str(f.ran_function_definition))
     version = announced(str(f.ran_function_oid), d)
-    return (() if d is None else _styles(d)), version
+    return (() if d is None else _styles(d)), version, d is not None
 
 
 @functools.lru_cache(maxsize=256)
@@ -128,6 +138,7 @@ def rnib_nodes(xapp: Any) -> list[E2Node]:
         styles: KpmStyles = ()
         version: KpmVersion | None = None
         rc_styles: tuple[int, ...] | None = None
+        read = False
         connected = ident.connection_status == CONNECTED
         if info is not None:
             connected = info.connection_status == CONNECTED
@@ -136,7 +147,7 @@ def rnib_nodes(xapp: Any) -> list[E2Node]:
                     (int(f.ran_function_id), str(f.ran_function_oid))
                     for f in info.gnb.ran_functions
                 )
-                styles, version = _kpm_function(name, info.gnb.ran_functions)
+                styles, version, read = _kpm_function(name, info.gnb.ran_functions)
                 rc_styles = _rc_report_styles(info.gnb.ran_functions)
-        out.append(E2Node(name, connected, funcs, styles, version, rc_styles))
+        out.append(E2Node(name, connected, funcs, styles, version, rc_styles, read))
     return sorted(out, key=lambda n: n.meid)

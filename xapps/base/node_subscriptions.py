@@ -5,8 +5,16 @@ Every discovery round reads the R-NIB. For each connected node the xApp says, wi
 "rc", ...), built from what the node offers in its RAN function definitions. The manager then
 
 - subscribes what is wanted and not held (REST body: ``SubscriptionRequest``, the O-RAN SC
-  submgr contract), asks again when a request failed (after two rounds) or got no outcome
-  within ``timeout_s``;
+  submgr contract), asks again when a request got no outcome within ``timeout_s`` (at once)
+  or failed (submgr unreachable, or the node refused it): after two rounds the first time,
+  then backing off per (node, kind), doubling with each failure in a row up to
+  ``retry_max_s`` (60 s; at one round a second: 2, 4, 8, 16, 32, 60, 60 ... s), so a node that
+  refuses what it is asked for is not asked every two rounds forever. A request without an
+  outcome counts in the row; the row ends (the next failure waits two rounds again) when a
+  subscription succeeds, the node's offer changes, the node reconnects (a failed request is
+  then asked again at once) or the xApp resubscribes everything. ``NodeSub.failures`` and
+  ``retry_at`` (``retry_in_s`` in ``snapshot``) show it; ``subscription_retries_backed_off``
+  counts the failures that put the next request off beyond two rounds;
 - resubscribes when the node's offer changed (``Wanted.measurements`` differs from what the
   subscription asked for: the node set up again with other measurements);
 - after a node reconnects, resubscribes what submgr no longer holds (the embedded submgr
@@ -66,9 +74,12 @@ class NodeSub:
     e2_instance_id: int | None = None
     error: str = ""
     measurements: tuple[str, ...] = ()  # what was asked for
+    failures: int = 0  # failed requests in a row for this node and kind (this one included)
+    retry_at: float | None = None  # monotonic: when a failed one is asked again
 
 
 WantsFn = Callable[[E2Node], list[Wanted]]
+RETRY_MAX_S = 60.0  # a failed request is asked again after 2, 4, 8 ... rounds, at most this
 
 
 class NodeSubscriptions:
@@ -89,6 +100,7 @@ class NodeSubscriptions:
         self.nodes: tuple[str, ...] = ()  # only these meids; empty: every connected node
         self.period_s = 1.0
         self.timeout_s = 10.0
+        self.retry_max_s = RETRY_MAX_S  # the longest wait before a failed request is retried
         self._resubscribe = False
         self._connected: dict[str, bool] = {}  # per meid, as last seen
         self._lock = threading.Lock()  # subs
@@ -101,8 +113,22 @@ class NodeSubscriptions:
         self._resubscribe = True
 
     def snapshot(self) -> list[dict[str, Any]]:
+        """Every subscription as a dict; ``retry_in_s``: seconds until a failed one is asked
+        again (None: not failed)."""
+        now = time.monotonic()
         with self._lock:
-            return [asdict(s) for s in self.subs.values()]
+            out = [asdict(s) for s in self.subs.values()]
+        for d in out:
+            at = d["retry_at"]
+            d["retry_in_s"] = None if at is None else round(max(0.0, at - now), 3)
+        return out
+
+    def retry_delay_s(self, failures: int) -> float:
+        """How long after its ``failures``-th failure in a row a request is asked again: two
+        rounds, doubling with each further failure, at most ``retry_max_s`` (never less than
+        two rounds)."""
+        base = 2 * self.period_s
+        return min(max(self.retry_max_s, base), base * 2.0 ** min(max(failures, 1) - 1, 30))
 
     def states(self) -> Counter[str]:
         with self._lock:
@@ -123,11 +149,13 @@ class NodeSubscriptions:
         """The subscription of ``kind`` this xApp holds (or asked for) on node ``meid``."""
         return self.subs.get(self._key(meid, kind))
 
-    def subscribe(self, meid: str, want: Wanted) -> NodeSub:
+    def subscribe(self, meid: str, want: Wanted, failures: int = 0) -> NodeSub:
+        """Ask submgr for ``want`` on ``meid``; ``failures``: requests for it that failed in a
+        row before this one (the backoff goes on from there)."""
         # our own id: submgr's outcome cannot arrive before we hold the record
         sid = f"{self.shell.name}-{want.kind}-{uuid.uuid4().hex[:12]}"
         sub = NodeSub(meid, want.kind, sid, "requesting", time.monotonic(),
-                      measurements=want.measurements)  # fmt: skip
+                      measurements=want.measurements, failures=failures)  # fmt: skip
         key = self._key(meid, want.kind)
         with self._lock:
             self.subs[key] = sub
@@ -142,10 +170,20 @@ class NodeSubscriptions:
             asked = ", ".join(want.measurements) or f"RAN function {want.ran_function_id}"
             log.info("%s subscription to %s requested (%s)", want.kind, meid, asked)
         except SubmgrError as e:
-            sub.state, sub.error = "failed", str(e)
-            self.counters["subscription_errors"] += 1
-            log.warning("%s subscription to %s failed: %s", want.kind, meid, e)
+            self._failed(sub, str(e))
         return sub
+
+    def _failed(self, sub: NodeSub, error: str) -> None:
+        """``sub`` failed: count it and put its next request off (backoff)."""
+        sub.failures += 1
+        delay = self.retry_delay_s(sub.failures)
+        sub.retry_at = time.monotonic() + delay  # before the state: discovery reads both
+        sub.state, sub.error = "failed", error
+        self.counters["subscription_errors"] += 1
+        if delay > 2 * self.period_s:
+            self.counters["subscription_retries_backed_off"] += 1
+        log.warning("%s subscription to %s failed (%d in a row): %s; asking again in %.3g s",
+                    sub.kind, sub.meid, sub.failures, error, delay)  # fmt: skip
 
     def unsubscribe(self, key: str, timeout_s: float | None = None) -> bool:
         """Delete at submgr and in the SDL; False if submgr could not be told."""
@@ -173,6 +211,7 @@ class NodeSubscriptions:
         inst = resp.instances[0] if resp.instances else None
         if inst is not None and inst.ok:
             sub.state, sub.e2_instance_id, sub.error = "active", inst.e2_event_instance_id, ""
+            sub.failures, sub.retry_at = 0, None  # the backoff starts over
             self.counters["subscriptions_active"] += 1
             self.shell.sdl.set_json(
                 f"{self.sdl_prefix}{self._key(sub.meid, sub.kind)}",
@@ -181,10 +220,9 @@ class NodeSubscriptions:
                  "measurements": list(sub.measurements)},
             )  # fmt: skip
         else:
-            sub.state = "failed"
-            sub.error = inst.error_cause if inst else "no subscription instance in the response"
-            self.counters["subscription_errors"] += 1
-            log.warning("%s subscription to %s failed: %s", sub.kind, sub.meid, sub.error)
+            self._failed(
+                sub, inst.error_cause if inst else "no subscription instance in the response"
+            )
 
     # --- life cycle --------------------------------------------------------------------------
     def adopt_or_clear(self) -> None:
@@ -303,22 +341,29 @@ class NodeSubscriptions:
             if was is False:  # reconnected: does submgr still hold what we asked for?
                 if held_at_submgr is None:
                     held_at_submgr = self._held_at_submgr()
-                self._after_reconnect(node.meid, held_at_submgr)
+                self._after_reconnect(node.meid, held_at_submgr, now)
             for kind, want in wanted.items():
                 key = self._key(node.meid, kind)
                 sub = self.subs.get(key)
-                retry = sub is not None and (
-                    (sub.state == "failed" and now - sub.since > 2 * self.period_s)
-                    or (sub.state == "requesting" and now - sub.since > self.timeout_s)
-                )
+                # failed: asked again when its backoff is over; no outcome: at once
+                retry = sub is not None and sub.state == "failed" and (
+                    sub.retry_at is None or now >= sub.retry_at
+                )  # fmt: skip
+                timed_out = sub is not None and sub.state == "requesting" and (
+                    now - sub.since > self.timeout_s
+                )  # fmt: skip
                 # the node set up again with another offer: ask for what it offers now
                 changed = sub is not None and sub.measurements != want.measurements
                 if changed:
                     self.counters["resubscriptions_offer_changed"] += 1
-                if sub is None or retry or changed:
+                if sub is None or retry or timed_out or changed:
+                    # the row of failures goes on, unless the offer changed
+                    failures = 0
+                    if sub is not None and not changed:
+                        failures = sub.failures + (1 if timed_out else 0)
                     if sub is not None:
                         self.unsubscribe(key)
-                    self.subscribe(node.meid, want)
+                    self.subscribe(node.meid, want, failures)
             for key, sub in list(self.subs.items()):
                 if sub.meid == node.meid and sub.kind not in wanted:
                     self.unsubscribe(key)
@@ -333,7 +378,10 @@ class NodeSubscriptions:
             log.warning("cannot list submgr's subscriptions: %s", e)
             return None
 
-    def _after_reconnect(self, meid: str, held: set[str] | None) -> None:
+    def _after_reconnect(self, meid: str, held: set[str] | None, now: float) -> None:
+        for sub in list(self.subs.values()):
+            if sub.meid == meid and sub.state == "failed":  # ask again now, backoff over
+                sub.failures, sub.retry_at = 0, now
         if held is None:  # submgr did not answer: keep ours, the next reconnect asks again
             return
         for key, sub in list(self.subs.items()):

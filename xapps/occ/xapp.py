@@ -128,6 +128,7 @@ class OccXapp:
         )
         self.rejected: Counter[str] = Counter()  # indications by reason
         self.unsupported: dict[str, tuple[str, ...]] = {}  # meid -> measurements it lacks
+        self.unsupported_why: dict[str, str] = {}  # meid -> why it is not subscribed, said once
         self.degraded_nodes: dict[str, tuple[str, ...]] = {}  # the same, in degraded mode
         self.kpm_versions: dict[str, KpmVersion] = {}  # meid -> what its E2 Setup announced
         self._next_t0: dict[str, int] = {}  # meid -> end of its last report (KPM v02.03 nodes)
@@ -535,31 +536,44 @@ class OccXapp:
         if self.kpm_versions.get(node.meid) is not version:
             log.info("node %s announces E2SM-KPM %s", node.meid, version.label)
             self.kpm_versions[node.meid] = version
-        offered = node.kpm_measurements(self.cfg.report_style)
+        style = self.cfg.report_style
+        offered = node.kpm_measurements(style)
         # A node that lists its measurements and lacks some OCC needs (a stock srsRAN gNB has
         # no OCC.* vendor measurements) cannot serve OCC's subscription. With the standard
         # ones it gets the degraded mode (degraded.py); without, it is left alone. Either is
-        # said once, instead of a subscription that fails and is asked again forever. A node
-        # that lists nothing is asked, as before.
-        missing = tuple(m for m in self.cfg.measurements if offered and m not in offered)
+        # said once, instead of a subscription that fails and is asked again forever. So is a
+        # node whose KPM definition was read and lists nothing in OCC's report style
+        # (srsRAN's CU-CP: a KPM function without report styles, which refuses every
+        # subscription). A node whose definition is not known is asked, as before.
+        known = bool(offered) or node.kpm_offer_known()
+        missing = tuple(m for m in self.cfg.measurements if known and m not in offered)
         if not missing:
             self.unsupported.pop(node.meid, None)
+            self.unsupported_why.pop(node.meid, None)
             self.degraded_nodes.pop(node.meid, None)
             return [self.kpm_wanted(self.kpm_measurements(offered), version)]
         degraded = self.cfg.degraded_mode and all(m in offered for m in STANDARD)
         seen = self.degraded_nodes if degraded else self.unsupported
         if seen.get(node.meid) != missing:
+            if offered:
+                why = f"does not offer {', '.join(missing)} in KPM report style {style}"
+            else:
+                styles = ", ".join(str(s) for s in sorted({s for s, _ in node.kpm_styles}))
+                lists = f"report styles {styles}" if styles else "no report style"
+                why = (f"offers no KPM measurement in report style {style} (its KPM RAN "
+                       f"function definition lists {lists})")  # fmt: skip
             if degraded:
                 what = ("OCC runs in its degraded mode for it: R_mcs, N_user and arrivals "
                         "estimated from throughput and PRB usage")  # fmt: skip
             else:
-                what = "OCC cannot estimate its UEs' bandwidth and does not subscribe to it"
-            log.warning("node %s does not offer %s in KPM report style %d: %s",
-                        node.meid, ", ".join(missing), self.cfg.report_style, what)  # fmt: skip
+                what = "OCC cannot estimate its UEs' bandwidth; not subscribing"
+                self.unsupported_why[node.meid] = f"{why}; {what}"
+            log.warning("node %s %s; %s", node.meid, why, what)
         seen[node.meid] = missing
         (self.unsupported if degraded else self.degraded_nodes).pop(node.meid, None)
         if not degraded:
             return []
+        self.unsupported_why.pop(node.meid, None)
         return [self.kpm_wanted(self.kpm_measurements(offered, base=STANDARD), version)]
 
     # --- REST -----------------------------------------------------------------------------
@@ -668,6 +682,7 @@ class OccXapp:
             "subscriptions": subs,
             # copies first: discovery's thread may change them while HTTP reads
             "unsupported_nodes": {m: list(v) for m, v in dict(self.unsupported).items()},
+            "unsupported_reasons": dict(self.unsupported_why),
             "degraded_nodes": {m: list(v) for m, v in dict(self.degraded_nodes).items()},
             "kpm_versions": {m: v.label for m, v in dict(self.kpm_versions).items()},
             "flows": len(self.feedback.flows),

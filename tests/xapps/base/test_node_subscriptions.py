@@ -7,6 +7,7 @@ ricsdl's in-memory backend."""
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from typing import Any
 
@@ -229,3 +230,167 @@ def test_a_damaged_record_is_never_adopted(env: Any) -> None:
         assert again.subs == {}, bad
         assert m.shell.sdl.find("sub.") == {}
         submgr.held[sid] = submgr.posted[-1]  # put it back for the next damaged record
+
+
+class Clock:
+    """The manager's monotonic clock, moved by hand."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def monotonic(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    from octoric.xapps.base import node_subscriptions
+
+    c = Clock()
+    monkeypatch.setattr(node_subscriptions, "time", c)
+    return c
+
+
+REFUSED = "misc: control-processing-overload"  # what srsRAN's CU-CP answers KPM (issue #39)
+
+
+def _refuse_new(m: NodeSubscriptions, key: str, submgr: FakeSubmgr, seen: set[str]) -> bool:
+    """The node refuses a request it has not answered yet; True if there was one."""
+    sub = m.subs[key]
+    if sub.state != "requesting" or sub.subscription_id in seen:
+        return False
+    seen.add(sub.subscription_id)
+    _respond(m, sub.subscription_id, 0, REFUSED)
+    return True
+
+
+def test_the_retry_delay_doubles_up_to_its_cap(env: Any) -> None:
+    m, _, _ = env
+    m.configure((), 1.0, 10.0)
+    assert [m.retry_delay_s(n) for n in range(1, 9)] == [2, 4, 8, 16, 32, 60, 60, 60]
+    assert m.retry_delay_s(10**6) == 60.0  # no overflow after a long refusal
+    m.retry_max_s = 10.0
+    assert [m.retry_delay_s(n) for n in range(1, 6)] == [2, 4, 8, 10, 10]
+    m.retry_max_s = 0.5  # never below two rounds
+    assert m.retry_delay_s(3) == 2.0
+    m.configure((), 0.05, 10.0)
+    m.retry_max_s = 60.0
+    assert m.retry_delay_s(1) == pytest.approx(0.1) and m.retry_delay_s(40) == 60.0
+
+
+def test_a_refused_request_backs_off_instead_of_every_two_rounds(env: Any, clock: Clock) -> None:
+    """issue #39: srsRAN's CU-CP refuses every KPM subscription. Ten minutes of discovery at
+    one round a second ask it 14 times (after 2, 4, 8, 16, 32, then every 60 s), not 300."""
+    m, submgr, nodes = env
+    m.configure((), 1.0, 10.0)
+    nodes[:] = [_node("gnb_a")]
+    key, seen, asked_at = "kpm.gnb_a", set[str](), []
+    start = clock.t
+    for second in range(600):
+        clock.t = start + second
+        m.discover_once()
+        if _refuse_new(m, key, submgr, seen):
+            asked_at.append(second)
+        if second == 0:
+            _respond(m, m.subs["rc.gnb_a"].subscription_id, 5)  # RC is accepted
+    gaps = [b - a for a, b in itertools.pairwise(asked_at)]
+    assert gaps == [2, 4, 8, 16, 32] + [60] * 8
+    kpm_posted = [r for r in submgr.posted if r.ran_function_id == 2]
+    assert len(kpm_posted) == len(asked_at) == 14
+    assert m.counters["subscription_errors"] == 14
+    assert m.counters["subscription_retries_backed_off"] == 13  # all but the first failure
+    # visible: how many in a row, and when it is asked again
+    snap = {(s["meid"], s["kind"]): s for s in m.snapshot()}
+    kpm_sub = snap[("gnb_a", "kpm")]
+    assert kpm_sub["state"] == "failed" and kpm_sub["error"] == REFUSED
+    assert kpm_sub["failures"] == 14 and kpm_sub["retry_at"] == start + 542 + 60
+    assert kpm_sub["retry_in_s"] == 60 - (599 - 542)
+    rc_sub = snap[("gnb_a", "rc")]
+    assert rc_sub["state"] == "active" and rc_sub["failures"] == 0
+    assert rc_sub["retry_at"] is None and rc_sub["retry_in_s"] is None
+
+
+def _fail_times(m: NodeSubscriptions, submgr: FakeSubmgr, clock: Clock, n: int) -> None:
+    """Refuse ``n`` requests of kpm.gnb_a in a row, moving the clock to each retry."""
+    seen: set[str] = set()
+    for _ in range(n):
+        m.discover_once()
+        assert _refuse_new(m, "kpm.gnb_a", submgr, seen)
+        at = m.subs["kpm.gnb_a"].retry_at
+        assert at is not None
+        clock.t = at
+    assert m.subs["kpm.gnb_a"].failures == n
+
+
+def test_success_ends_the_backoff(env: Any, clock: Clock) -> None:
+    m, submgr, nodes = env
+    m.configure((), 1.0, 10.0)
+    nodes[:] = [_node("gnb_a", rc=False)]
+    _fail_times(m, submgr, clock, 4)  # next one after 16 s
+    m.discover_once()
+    sub = m.subs["kpm.gnb_a"]
+    assert sub.state == "requesting" and sub.failures == 4  # the row goes on while asked
+    _respond(m, sub.subscription_id, 3)
+    assert (sub.state, sub.failures, sub.retry_at) == ("active", 0, None)
+    # submgr drops it while the node is away; asked again after the reconnect and refused:
+    # two rounds, as a first failure
+    submgr.held.clear()
+    nodes[:] = [_node("gnb_a", connected=False, rc=False)]
+    m.discover_once()
+    nodes[:] = [_node("gnb_a", rc=False)]
+    m.discover_once()
+    sub = m.subs["kpm.gnb_a"]
+    _respond(m, sub.subscription_id, 0, REFUSED)
+    assert sub.failures == 1 and sub.retry_at == clock.t + 2
+
+
+def test_an_offer_change_ends_the_backoff(env: Any, clock: Clock) -> None:
+    m, submgr, nodes = env
+    m.configure((), 1.0, 10.0)
+    nodes[:] = [_node("gnb_a", rc=False)]
+    _fail_times(m, submgr, clock, 5)
+    clock.t -= 20  # 12 s of its 32 s wait gone
+    posted = len(submgr.posted)
+    m.discover_once()
+    assert len(submgr.posted) == posted  # still waiting
+    nodes[:] = [_node("gnb_a", rc=False, meas=("a", "b"))]  # set up again, another offer
+    m.discover_once()
+    assert len(submgr.posted) == posted + 1 and m.counters["resubscriptions_offer_changed"] == 1
+    sub = m.subs["kpm.gnb_a"]
+    assert sub.measurements == ("a", "b") and sub.failures == 0
+    _respond(m, sub.subscription_id, 0, REFUSED)
+    assert sub.failures == 1 and sub.retry_at == clock.t + 2
+
+
+def test_a_reconnect_ends_the_backoff(env: Any, clock: Clock) -> None:
+    m, submgr, nodes = env
+    m.configure((), 1.0, 10.0)
+    nodes[:] = [_node("gnb_a", rc=False)]
+    _fail_times(m, submgr, clock, 6)  # next one after 60 s
+    clock.t -= 50
+    nodes[:] = [_node("gnb_a", connected=False, rc=False)]
+    m.discover_once()
+    posted = len(submgr.posted)
+    nodes[:] = [_node("gnb_a", rc=False)]  # back: asked again at once, the row starts over
+    m.discover_once()
+    assert len(submgr.posted) == posted + 1
+    sub = m.subs["kpm.gnb_a"]
+    assert sub.state == "requesting" and sub.failures == 0
+    _respond(m, sub.subscription_id, 0, REFUSED)
+    assert sub.failures == 1 and sub.retry_at == clock.t + 2
+
+
+def test_a_request_without_outcome_counts_in_the_row(env: Any, clock: Clock) -> None:
+    m, submgr, nodes = env
+    m.configure((), 1.0, 10.0)
+    nodes[:] = [_node("gnb_a", rc=False)]
+    _fail_times(m, submgr, clock, 2)
+    m.discover_once()
+    first = m.subs["kpm.gnb_a"]
+    assert first.state == "requesting"
+    clock.t += 10.5  # no outcome within timeout_s: asked again at once, as before
+    m.discover_once()
+    again = m.subs["kpm.gnb_a"]
+    assert again.subscription_id != first.subscription_id and again.failures == 3
+    _respond(m, again.subscription_id, 0, REFUSED)
+    assert again.failures == 4 and again.retry_at == clock.t + 16
