@@ -37,9 +37,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     live.add_argument(
         "--inject",
-        action="store_true",
-        help="send OCC-fed Octopus video into the CU-UP's N3 (srsRAN's test mode drops it at "
-        "F1-U: it only loads the gNB; for a gNB whose UEs have a DRB)",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="send OCC-fed Octopus video into the CU-UP's N3 for the test UE with a DRB (the "
+        "Octopus checks need it; --no-inject leaves that UE idle; default: on)",
     )
     live.add_argument("--report-dir", default="build/testbed", help="where run folders go")
     live.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a run key")

@@ -24,7 +24,7 @@ class TestbedOptions:
     ues: int = 4
     time_scaling: float = 1.0
     cells: int = 2  # srsran_agent/configs/gnb_rfless.yml
-    inject: bool = False  # OCC-fed video into N3 (live.LiveChecks, injector)
+    inject: bool = True  # OCC-fed video into N3 for the video UE (live.LiveChecks, injector)
 
 
 def build_components(ctx: RunContext, opts: TestbedOptions) -> list[Component]:

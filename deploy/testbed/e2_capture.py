@@ -19,8 +19,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from octoric.contracts.octopus_policy import DropCounters
 from octoric.e2sm import e2ap
 from octoric.e2sm.errors import E2smError
+from octoric.xapps.octopus.xapp import drop_counters
 
 E2AP_DLT = 155
 _MAGIC = {0xA1B2C3D4: "<", 0xD4C3B2A1: ">", 0xA1B23C4D: "<", 0x4D3CB2A1: ">"}
@@ -94,6 +96,28 @@ def indications_by_instance(path: Path) -> Counter[int]:
     return Counter(
         m.request_id.instance_id for _, m in _messages(path) if isinstance(m, e2ap.RicIndication)
     )
+
+
+def control_outcomes(path: Path) -> list[tuple[float, DropCounters]]:
+    """(capture time, the dropper counters) of every RIC CONTROL ACKNOWLEDGE in one DU pcap
+    whose outcome carries them (E2SM-RC action 100, RAN parameters 8-11): what the gNB
+    reported, in order."""
+    if not Path(path).exists():
+        return []
+    out = []
+    for p in read_pdus(path):
+        # successfulOutcome (0x20) of RICcontrol (procedure code 4): skip the indications undecoded
+        if p.data[:2] != b"\x20\x04":
+            continue
+        try:
+            msg = e2ap.decode_e2ap(p.data)
+        except E2smError:
+            continue
+        if isinstance(msg, e2ap.RicControlAcknowledge):
+            c = drop_counters(msg.outcome)
+            if c is not None:
+                out.append((p.t, c))
+    return out
 
 
 def samples(path: Path) -> dict[str, bytes]:

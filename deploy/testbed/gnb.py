@@ -157,6 +157,23 @@ class GnbComponent:
         r = self.config["test_mode"]["test_ue"]["rnti"]
         return int(r, 16) if isinstance(r, str) else int(r)
 
+    @property
+    def video_rnti(self) -> int | None:
+        """The test UE whose DRB1 carries the CU-UP test mode's N3 traffic (patch 0016's
+        ``test_mode.test_ue.cu_up_drb_5qi``: the first one), or None."""
+        if self.config["test_mode"]["test_ue"].get("cu_up_drb_5qi") is None:
+            return None
+        return self.first_rnti
+
+    def files(self, name: str) -> list[Path]:
+        """One of the gNB's files (``gnb-e2ap-du.pcap``, ``gnb-srsran.log``) of every start, in
+        order: a restart moves the previous start's aside (``gnb-e2ap-du.1.pcap``)."""
+        assert self.ctx is not None
+        cur = self.ctx.run_dir / name
+        p = Path(name)
+        old = [self.ctx.run_dir / f"{p.stem}.{i}{p.suffix}" for i in range(1, self.starts)]
+        return [f for f in [*old, cur] if f.exists()]
+
     async def start(self, ctx: RunContext) -> None:
         from octoric.ric.services import RicRuntime
 
@@ -187,7 +204,13 @@ class GnbComponent:
         """Stop the gNB and start it again with the same config (a gNB restart mid-run)."""
         if self.child is not None:
             await self.child.stop()
-        self._ues_done, self._f1ap_lines = None, []
+        assert self.ctx is not None
+        # srsRAN truncates its log and pcaps at start: keep this start's beside them
+        for name in ("gnb-srsran.log", "gnb-e2ap-du.pcap", "gnb-e2ap-cu-cp.pcap"):
+            f, p = self.ctx.run_dir / name, Path(name)
+            if f.exists():
+                f.rename(f.with_name(f"{p.stem}.{self.starts}{p.suffix}"))
+        self._ues_done, self._f1ap_lines, self._f1ap_offset = None, [], 0
         await self._spawn()
 
     async def command(self, line: str) -> None:

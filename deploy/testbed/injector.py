@@ -11,10 +11,14 @@ SEC'23 §6.1), wraps each in IPv4/UDP to the UE's address, and sends it to the C
 - ``mode="raw"``: the IP packet alone, for srsRAN's CU-UP test mode, which reads no GTP-U header
   and hands every datagram on its N3 socket to its one test session (gnb_rfless.md §b).
 
-In srsRAN release_25_10's test mode that session's DRB has no DU bearer: the packets cross
-SDAP and PDCP and are dropped at F1-U (the CU-UP logs "F1-U DU GW bearer does not exist").
-``octoric testbed live`` still runs the injector so the CU-UP's N3 path is exercised, and says
-that the RLC queue does not see it (docs/testbed.md).
+With srsran_agent's patch 0016 (``test_mode.test_ue.cu_up_drb_5qi``) that session's DRB is the
+first test UE's DRB1: the video crosses SDAP, PDCP, F1-U and the RLC UM queue with its Octopus
+dropper, and that UE's downlink is the video alone. Without it (a stock release_25_10) the
+packets are dropped at F1-U.
+
+``overshoot(factor, seconds)`` makes the sender send ``factor`` times OCC's target for a while:
+a sender that has not seen a capacity drop yet. That is when the queue builds and a dropper
+has something to drop.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ class InjectorStats:
     bytes: int = 0
     send_errors: int = 0
     feedback: int = 0
+    overshoot_frames: int = 0
     target_bps: float | None = None
     started_at: float = field(default_factory=time.time)
 
@@ -76,6 +81,13 @@ class Injector:
         self.sock: socket.socket | None = None
         self._task: asyncio.Task[None] | None = None
         self._ident = 0
+        self._boost, self._boost_until = 1.0, 0.0
+
+    def overshoot(self, factor: float, seconds: float) -> None:
+        """Send ``factor`` x OCC's target for the next ``seconds``."""
+        if factor <= 0 or seconds < 0:
+            raise ValueError("overshoot needs factor > 0 and seconds >= 0")
+        self._boost, self._boost_until = factor, time.monotonic() + seconds
 
     def register(self) -> None:
         """The flow at the OCC xApp: JSON feedback for ``ue`` to our UDP port."""
@@ -121,7 +133,11 @@ class Injector:
                 self.stats.feedback += 1
                 self.target_bps = min(self.max_bps, max(0.0, fb.target_bps))
             self.stats.target_bps = self.target_bps
-            size = max(1, int(self.target_bps / self.fps / 8))
+            rate = self.target_bps
+            if time.monotonic() < self._boost_until:
+                rate *= self._boost
+                self.stats.overshoot_frames += 1
+            size = max(1, int(rate / self.fps / 8))
             pkts = self.packets(frame, size)
             for p in pkts:
                 try:

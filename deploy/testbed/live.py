@@ -12,12 +12,14 @@ then ``LiveChecks``, which walks the steps a testbed user would check by hand:
 5. Handover xApp: its E2SM-RC REPORT style 4 subscription to the CU-CP.
 
 A step that does not happen in time ends the run with one line: which step, what was seen, what
-to look at. After the steps the run keeps sampling (OCC's ABW beside the gNB's own DL bitrate
-per UE, one row a second) and tries the two actions the gNB allows: an A1 policy through the
-octopus xApp (RC CONTROL action 100 to the DU) and a forced handover (``ho`` on the gNB's
-console); what happened is recorded, not judged fatal (docs/testbed.md says what srsRAN's test
-mode allows). At the end ``testbed.json`` holds the steps, the series, the E2 counts from the
-gNB's pcap beside the xApps' counters, and ``testbed.png`` the ABW-vs-bitrate plot.
+to look at. The video injector starts after step 3 (the video UE, whose DRB1 carries the
+CU-UP's N3 traffic, has no downlink until then). After the steps the run keeps sampling (OCC's
+ABW beside the gNB's own DL bitrate per UE, one row a second) and acts on the gNB: Octopus on
+the video UE (``octopus_scenario``: policy, drops, gNB restart, DELETE) and a forced handover
+(``ho`` on the gNB's console); what happened is recorded as observations, not judged fatal
+(docs/testbed.md says what srsRAN's test mode allows). At the end ``testbed.json`` holds the
+steps, the series, the E2 counts from the gNB's pcaps beside the xApps' counters, the Octopus
+phases, and ``testbed.png`` the ABW-vs-bitrate plot.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import json
 import logging
 import statistics
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,6 +42,7 @@ from octoric.deploy.testbed import e2_capture
 from octoric.deploy.testbed.gnb import GnbComponent
 from octoric.deploy.testbed.gnb_metrics import GnbMetrics
 from octoric.deploy.testbed.injector import Injector
+from octoric.deploy.testbed.octopus_scenario import OctopusScenario
 from octoric.deploy.xapps_component import XappComponent, _get_json
 from octoric.rest_client import request_json
 from octoric.supervisor import RunContext, cancel_task
@@ -99,7 +103,14 @@ class LiveChecks:
         self.cucp_meid = ""
         self.final: dict[str, Any] = {}
         self.injector: Injector | None = None
+        self.octopus: OctopusScenario | None = None
         self._log_mark = 0  # srsRAN's log size when the policy went out
+        self._sampler: asyncio.Task[None] | None = None
+        self._occ_instances: set[int] = set()  # every RIC instance of OCC's DU subscriptions
+
+    @property
+    def video_rnti(self) -> int | None:
+        return self.gnb.video_rnti
 
     # --- component --------------------------------------------------------------------------
     async def start(self, ctx: RunContext) -> None:
@@ -110,6 +121,7 @@ class LiveChecks:
 
     async def stop(self) -> None:
         await cancel_task(self._task)
+        await cancel_task(self._sampler)
         if self.metrics is not None:
             await self.metrics.stop()
         if self.injector is not None:
@@ -123,6 +135,13 @@ class LiveChecks:
         with contextlib.suppress(OSError, ValueError):
             if "occ" in self.xapps:
                 self.xapps["occ"].last_status = await asyncio.to_thread(self._status, "occ", True)
+        if self.octopus is not None and self.ctx is not None:
+            # the gNB's pcaps are complete only now that it stopped
+            for phase, outcome, ok, facts in self.octopus.judge(self.ctx.run_dir):
+                ev = [f"{k}: {json.dumps(v, default=str)[:300]}" for k, v in facts.items()]
+                name = f"octopus: {phase} ({'ok' if ok else 'NOT MET'})"
+                self.observations.append(Observation(name, outcome, ev))
+                log.info("%s: %s", name, outcome)
         self.final = self._summary()
         if self.ctx is not None:
             (self.ctx.run_dir / "testbed.json").write_text(
@@ -155,6 +174,7 @@ class LiveChecks:
             "du_meid": self.du_meid,
             "cucp_meid": self.cucp_meid,
             "summary": self.final,
+            "octopus": self.octopus.result if self.octopus else None,
             "series": self.series,
         }
 
@@ -242,12 +262,16 @@ class LiveChecks:
         want = len(self.gnb.test_ues())
         if len(keys) < want:
             return None
+        if self.injector is None and self.video_rnti in keys:
+            # without the injector the video UE has no downlink, and OCC no ABW for it
+            del keys[self.video_rnti]
         st = self._status("occ")
         have = {int(u["ue"]) for u in st.get("ues", []) if u.get("target_bps") is not None}
         missing = [r for r, k in keys.items() if k not in have]
         if missing:
             return None
-        return f"{len(keys)} test UEs ({', '.join(f'{r:#06x}' for r in keys)}) have an ABW"
+        idle = "" if len(keys) == want else f" (video UE {self.video_rnti:#06x} idle: no injector)"
+        return f"{len(keys)} test UEs ({', '.join(f'{r:#06x}' for r in keys)}) have an ABW{idle}"
 
     async def _handover_subscription(self) -> str | None:
         st = self._status("handover")
@@ -269,6 +293,8 @@ class LiveChecks:
             2, self._first_indication,
             "subscribed but no indication: see gnb-srsran.log (E2 lines) and e2term.log",
         )  # fmt: skip
+        if ok and self.inject:
+            await self._start_injector()
         ok = ok and await self._step(
             3, self._occ_reports,
             "see xapp-occ.log (rejected_indications, dropped UE rows) and the test UEs' "
@@ -283,29 +309,48 @@ class LiveChecks:
             self.steps[4].ok, self.steps[4].detail = True, "handover xApp not enabled"
         if not ok:
             return
-        if self.inject:
-            self._start_injector()
-        actions = [(20.0, self._try_policy), (40.0, self._try_handover)]
+        self._sampler = asyncio.create_task(self._sample_every_second())
+        actions: list[tuple[float, Callable[[], Awaitable[None]]]] = [(40.0, self._try_handover)]
+        keys = self._ue_keys()
+        if self.injector is not None and self.video_rnti in keys:
+            self.octopus = OctopusScenario(self, keys[self.video_rnti])
+            actions += self.octopus.actions()
+        else:
+            actions.append((20.0, self._try_policy))
+        actions.sort(key=lambda a: a[0])
+        assert self.ctx is not None
+        for at, act in actions:
+            now = time.monotonic() - self.ctx.started_at
+            await asyncio.sleep(max(0.0, at + (self.steps[3].at_s or 0) - now))
+            try:
+                await act()
+            except Exception as e:  # an action's failure is an observation, not a crash
+                self.observations.append(Observation(act.__name__, f"error: {e}"))
+
+    async def _sample_every_second(self) -> None:
         while True:
             self._sample()
-            assert self.ctx is not None
-            now = time.monotonic() - self.ctx.started_at
-            while actions and now >= actions[0][0] + (self.steps[3].at_s or 0):
-                _, act = actions.pop(0)
-                try:
-                    await act()
-                except Exception as e:  # an action's failure is an observation, not a crash
-                    self.observations.append(Observation(act.__name__, f"error: {e}"))
             await asyncio.sleep(1.0)
 
-    def _start_injector(self) -> None:
-        """OCC-fed video for the first test UE into the CU-UP's N3 (see ``injector``)."""
+    async def _start_injector(self) -> None:
+        """OCC-fed video for the video UE into the CU-UP's N3 (see ``injector``): it starts at
+        1 Mbit/s and follows OCC's feedback from the first report on."""
         occ = self.xapps.get("occ")
-        keys = self._ue_keys()
-        if occ is None or not keys:
+        if occ is None or self.video_rnti is None:
+            self.observations.append(Observation(
+                "video injector", "not started: the gNB config gives no test UE a DRB "
+                "(test_mode.test_ue.cu_up_drb_5qi)",
+            ))  # fmt: skip
+            return
+        deadline = time.monotonic() + self.step_timeout_s
+        while self.video_rnti not in (keys := self._ue_keys()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+        if self.video_rnti not in keys:
+            self.observations.append(Observation("video injector", "not started: no F1AP ID "
+                                                 "for the video UE in gnb-srsran.log"))  # fmt: skip
             return
         url = f"http://127.0.0.1:{occ.http_port}/occ/v1/flows"
-        self.injector = Injector(url, ue=next(iter(keys.values())), mode="raw")
+        self.injector = Injector(url, ue=keys[self.video_rnti], mode="raw")
         try:
             self.injector.start()
         except OSError as e:
@@ -316,7 +361,10 @@ class LiveChecks:
     def _sample(self) -> None:
         if self.metrics is None or "occ" not in self.xapps:
             return
+        if self.octopus is not None:
+            self.octopus.sample()
         st = self.xapps["occ"].last_status
+        self._occ_instances |= _du_instances(st, self.du_meid)
         occ = {int(u["ue"]): u for u in st.get("ues", [])}
         gnb = self.metrics.latest()
         row: dict[str, Any] = {"t": round(time.time(), 3), "ues": {}}
@@ -377,7 +425,8 @@ class LiveChecks:
         cells = self.gnb.cells
         if not ues or len(cells) < 2:
             return
-        ue = ues[0]
+        # not the video UE: its DRB is the Octopus scenario's
+        ue = next((u for u in ues if u.rnti != self.video_rnti), ues[0])
         target = next(p for p in cells if p != ue.pci)
         offset = self.gnb.srsran_log_path().stat().st_size
         await self.gnb.command(f"ho {ue.pci} {ue.rnti:x} {target}")
@@ -400,19 +449,22 @@ class LiveChecks:
     # --- the end --------------------------------------------------------------------------------
     def _summary(self) -> dict[str, Any]:
         assert self.ctx is not None
-        run_dir = self.ctx.run_dir
-        du = e2_capture.tally(run_dir / "gnb-e2ap-du.pcap")
-        cucp = e2_capture.tally(run_dir / "gnb-e2ap-cu-cp.pcap")
         occ = self.xapps["occ"].last_status if "occ" in self.xapps else {}
         received = int(occ.get("counters", {}).get("indications", 0))
         # the DU also reports to other xApps' subscriptions: count those of the OCC xApp's ones
-        instances = {
-            int(s["e2_instance_id"]) for s in occ.get("subscriptions", [])
-            if s.get("meid") == self.du_meid and s.get("e2_instance_id") is not None
-        }  # fmt: skip
-        by_instance = e2_capture.indications_by_instance(run_dir / "gnb-e2ap-du.pcap")
+        # (every one it held: a gNB restart may give it another), over every start's pcap
+        instances = self._occ_instances | _du_instances(occ, self.du_meid)
+        du: Counter[str] = Counter()
+        cucp: Counter[str] = Counter()
+        by_instance: Counter[int] = Counter()
+        for f in self.gnb.files("gnb-e2ap-du.pcap"):
+            du += e2_capture.tally(f)
+            by_instance += e2_capture.indications_by_instance(f)
+        for f in self.gnb.files("gnb-e2ap-cu-cp.pcap"):
+            cucp += e2_capture.tally(f)
         sent = sum(n for i, n in by_instance.items() if i in instances)
         out: dict[str, Any] = {
+            "gnb_starts": self.gnb.starts,
             "gnb_du_pdus": dict(du),
             "gnb_cucp_pdus": dict(cucp),
             "du_indications_by_instance": dict(by_instance),
@@ -445,6 +497,13 @@ class LiveChecks:
                     f"{c['gnb_median_bps'] / 1e6:.2f} Mbit/s, ABW/gNB {c['ratio']:.3f}"
                 )
         return lines
+
+
+def _du_instances(occ_status: dict[str, Any], du_meid: str) -> set[int]:
+    return {
+        int(s["e2_instance_id"]) for s in occ_status.get("subscriptions", [])
+        if s.get("meid") == du_meid and s.get("e2_instance_id") is not None
+    }  # fmt: skip
 
 
 def abw_vs_gnb(series: list[dict[str, Any]], skip_s: float = 5.0) -> dict[str, dict[str, float]]:

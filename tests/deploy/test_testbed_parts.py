@@ -168,3 +168,103 @@ def test_srsran_log_is_read_in_whole_lines(tmp_path: Path) -> None:
     with log.open("a") as f:
         f.write("   ] [I] Rx PDU du=0 ue=0 cu_ue=5 du_ue=0: DLRRCMessageTransfer\n")
     assert g.test_ues() == [ModeUe(1, 0x4601, 5)]
+
+
+def _ack(instance: int, counters: tuple[int, int, int, int] | None) -> bytes:
+    from octoric.contracts import rc as R
+    from octoric.e2sm import rc
+
+    values: tuple[tuple[int, rc.ParamValue], ...] = ((rc.PARAM_DRB_ID, 1), (rc.PARAM_ENABLE, True))
+    if counters is not None:
+        ids = (R.OUTCOME_DROPPED_PACKETS, R.OUTCOME_DROPPED_BYTES,
+               R.OUTCOME_DROPPED_MSGS_BY_MESSAGE, R.OUTCOME_DROPPED_MSGS_BY_BITRATE)  # fmt: skip
+        values += tuple(zip(ids, counters, strict=True))
+    outcome = rc.encode_rc(rc.RcControlOutcome(values))
+    return e2ap.encode_e2ap(
+        e2ap.RicControlAcknowledge(e2ap.RicRequestId(1021, instance), 3, outcome=outcome)
+    )
+
+
+def test_control_outcomes_are_the_counters_the_gnb_acknowledged(tmp_path: Path) -> None:
+    # an ACK without counters (a control switching the dropper off, patch 0004) and other PDUs
+    # are skipped; the rest in capture order, with their capture times
+    f = tmp_path / "gnb-e2ap-du.pcap"
+    f.write_bytes(_pcap([_ack(1, (3, 300, 1, 0)), _delete_request(), _ack(2, None),
+                         _ack(3, (7, 700, 2, 1))]))  # fmt: skip
+    got = e2_capture.control_outcomes(f)
+    seen = [(int(t), (c.packets, c.bytes, c.msgs_by_message, c.msgs_by_bitrate)) for t, c in got]
+    assert seen == [(1700000000, (3, 300, 1, 0)), (1700000003, (7, 700, 2, 1))]
+    assert e2_capture.control_outcomes(tmp_path / "absent.pcap") == []
+
+
+class _FakeGnb:
+    def __init__(self, files: list[Path]) -> None:
+        self._files = files
+        self.starts = len(files)
+
+    def files(self, name: str) -> list[Path]:
+        return self._files
+
+
+class _FakeChecks:
+    """What ``OctopusScenario.judge`` reads of the live checks."""
+
+    def __init__(self, files: list[Path]) -> None:
+        self.gnb = _FakeGnb(files)
+
+
+def _scenario(tmp_path: Path, acks: list[tuple[int, tuple[int, int, int, int]]]) -> object:
+    from octoric.contracts.octopus_policy import DropCounters
+    from octoric.deploy.testbed.octopus_scenario import OctopusScenario
+
+    f = tmp_path / "gnb-e2ap-du.pcap"
+    # one PDU a second from 1700000000: pad with delete requests up to each ACK's second
+    pdus: list[bytes] = []
+    for sec, c in acks:
+        while len(pdus) < sec:
+            pdus.append(_delete_request())
+        pdus.append(_ack(sec, c))
+    f.write_bytes(_pcap(pdus))
+    s = OctopusScenario(_FakeChecks([f]), ue=42)  # type: ignore[arg-type]
+    t0 = 1700000000.0
+    s.windows = {"overshoot_with_policy": (t0 + 1.5, t0 + 6.5), "delete_final": (t0 + 9.5, t0 + 10)}
+    s.facts = {"overshoot_with_policy": {"dl_bs_peak_bytes": 1000.0, "delivered_share": 0.5},
+               "delete_final": {"a1_status": 202, "state": "removed"}}  # fmt: skip
+    s.xapp_samples = [
+        (t0 + 2.2, DropCounters(1, 100, 1, 0)), (t0 + 8.2, DropCounters(9, 900, 3, 0)),
+    ]  # fmt: skip
+    s.xapp_at_delete = (t0 + 9.4, DropCounters(9, 900, 3, 0))
+    return s
+
+
+def test_octopus_verdicts_come_from_what_the_gnb_reported(tmp_path: Path) -> None:
+    s = _scenario(tmp_path, [(1, (0, 0, 0, 0)), (2, (1, 100, 1, 0)), (8, (9, 900, 3, 0))])
+    verdicts = {p: (ok, outcome) for p, outcome, ok, _ in s.judge(tmp_path)}  # type: ignore[attr-defined]
+    ok, outcome = verdicts["overshoot_with_policy"]
+    # the counters' growth over the window (+ the ACK slack): 9 - 0 packets in 3 messages
+    assert ok and "dropped 9 packets (900 bytes) in 3 whole messages" in outcome
+    assert verdicts["counters"][0], verdicts["counters"]
+    assert verdicts["delete_final"][0]
+
+
+def test_octopus_counters_the_gnb_never_reported_fail_the_check(tmp_path: Path) -> None:
+    from octoric.contracts.octopus_policy import DropCounters
+
+    s = _scenario(tmp_path, [(1, (0, 0, 0, 0)), (8, (9, 900, 3, 0))])
+    s.xapp_samples.append((1700000009.0, DropCounters(5, 5, 5, 5)))  # type: ignore[attr-defined]
+    verdicts = {p: ok for p, _o, ok, _f in s.judge(tmp_path)}  # type: ignore[attr-defined]
+    assert verdicts["counters"] is False
+    # no growth in the window: no drop, the overshoot check fails
+    s2 = _scenario(tmp_path, [(1, (9, 900, 3, 0)), (8, (9, 900, 3, 0))])
+    verdicts2 = {p: ok for p, _o, ok, _f in s2.judge(tmp_path)}  # type: ignore[attr-defined]
+    assert verdicts2["overshoot_with_policy"] is False
+
+
+def test_injector_overshoot_is_bounded_in_time() -> None:
+    from octoric.deploy.testbed.injector import Injector
+
+    inj = Injector("http://127.0.0.1:1/occ/v1/flows", ue=1)
+    with pytest.raises(ValueError):
+        inj.overshoot(0.0, 1.0)
+    inj.overshoot(2.0, 0.0)  # already over
+    assert inj._boost == 2.0 and inj._boost_until <= __import__("time").monotonic()

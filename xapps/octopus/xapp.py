@@ -298,7 +298,7 @@ class OctopusXapp:
                 self._set(pid, t, NOT_ENFORCED, f"gNB refused: {c.group}/{c.value}")
             else:
                 self.controls["acked"] += 1
-                self._set(pid, t, ENFORCED, None, _counters(pdu.outcome))
+                self._set(pid, t, ENFORCED, None, drop_counters(pdu.outcome))
             self._finish_delete(pid)
         self._report(pid)
 
@@ -521,7 +521,9 @@ def _target_json(t: Target, s: TargetState) -> dict[str, Any]:
     }
 
 
-def _counters(outcome: bytes | None) -> DropCounters | None:
+def drop_counters(outcome: bytes | None) -> DropCounters | None:
+    """The gNB's dropper counters in an RC CONTROL ACK's outcome (RAN parameters 8-11), or
+    None when it carries none."""
     if not outcome:
         return None
     try:
