@@ -42,6 +42,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="send OCC-fed Octopus video into the CU-UP's N3 for the test UE with a DRB (the "
         "Octopus checks need it; --no-inject leaves that UE idle; default: on)",
     )
+    live.add_argument(
+        "--stock-kpm",
+        action="store_true",
+        help="the DU offers only the stock KPM measurements, no OCC.* (e2.e2sm_kpm_occ_enabled: "
+        "false, patch 0017): the OCC xApp runs in its degraded mode",
+    )
     live.add_argument("--report-dir", default="build/testbed", help="where run folders go")
     live.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a run key")
     live.add_argument("--no-live", action="store_true", help="no live status line")
@@ -70,5 +76,6 @@ def _live(args: argparse.Namespace) -> int:
         ues=args.ues,
         time_scaling=args.time_scaling,
         inject=args.inject,
+        stock_kpm=args.stock_kpm,
     )
     return compose.run(cfg, opts, live=not args.no_live)

@@ -473,10 +473,20 @@ class LiveChecks:
             "occ_indications_received": received,
             "lost": sent - received,
             "gnb_metrics_documents": self.metrics.documents if self.metrics else 0,
+            "occ_degraded": self._degraded(occ),
             "injector": self.injector.report() if self.injector else None,
         }
         out["abw_vs_gnb"] = abw_vs_gnb(self.series)
         return out
+
+    def _degraded(self, occ: dict[str, Any]) -> dict[str, Any] | None:
+        """OCC's degraded mode for the DU (a gNB offering no OCC.* measurements): what its status
+        says and how often its log said so (once is right)."""
+        nodes = occ.get("degraded_nodes") or {}
+        if self.du_meid not in nodes or self.ctx is None:
+            return None
+        said = _said(self.ctx.run_dir / "xapp-occ.log", "runs in its degraded mode")
+        return {"node": self.du_meid, "missing": nodes[self.du_meid], "said": said}
 
     def _summary_lines(self) -> list[str]:
         lines = [
@@ -490,6 +500,12 @@ class LiveChecks:
                 f"E2 indications: gNB sent {f['du_indications_sent']}, OCC received "
                 f"{f['occ_indications_received']} (lost {f['lost']})"
             )
+            if f.get("occ_degraded"):
+                d = f["occ_degraded"]
+                lines.append(
+                    f"OCC degraded mode for {d['node']} (no {', '.join(d['missing'])}), said "
+                    f"{d['said']} time(s) in xapp-occ.log"
+                )
             for rnti, c in sorted(f.get("abw_vs_gnb", {}).items()):
                 lines.append(
                     f"UE {rnti}: median OCC ABW {c['occ_median_bps'] / 1e6:.2f} Mbit/s (target "
@@ -497,6 +513,14 @@ class LiveChecks:
                     f"{c['gnb_median_bps'] / 1e6:.2f} Mbit/s, ABW/gNB {c['ratio']:.3f}"
                 )
         return lines
+
+
+def _said(path: Path, text: str) -> int:
+    """How many lines of a log say ``text``."""
+    if not path.exists():
+        return 0
+    with path.open(errors="replace") as f:
+        return sum(1 for line in f if text in line)
 
 
 def _du_instances(occ_status: dict[str, Any], du_meid: str) -> set[int]:
