@@ -38,14 +38,13 @@ import logging
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from octoric.contracts import auth
 from octoric.contracts.octopus_policy import DropCounters
 from octoric.contracts.schemas import OCTOPUS_POLICY_TYPE_ID
 from octoric.deploy.testbed import e2_capture
-
-if TYPE_CHECKING:
-    from octoric.deploy.testbed.live import LiveChecks
+from octoric.rest_client import request_json
 
 log = logging.getLogger("testbed.octopus")
 POLICY_ID = "testbed-live"
@@ -70,7 +69,9 @@ ZERO = DropCounters()
 
 
 class OctopusScenario:
-    def __init__(self, checks: LiveChecks, ue: int) -> None:
+    def __init__(self, checks: Any, ue: int) -> None:
+        """``checks``: the run's ``live.LiveChecks`` (its gNB, injector, metrics and xApp status;
+        typed loosely so that this module does not import the one that imports it)."""
         self.c = checks
         self.ue = ue  # the video UE's OCC/E2 key
         self.windows: dict[str, tuple[float, float]] = {}  # phase -> unix start, end
@@ -106,11 +107,9 @@ class OctopusScenario:
         return self._a1
 
     async def _put(self, body: dict[str, Any] | None) -> tuple[int, Any]:
-        from octoric.deploy.testbed.live import _send
-
         url, token = self._url()
         method = "DELETE" if body is None else "PUT"
-        return await asyncio.to_thread(_send, method, url, token, body)
+        return await asyncio.to_thread(request_json, method, url, body, auth.bearer(token))
 
     async def _wait_state(self, want: str, timeout_s: float) -> str:
         """The policy's state at the xApp (``removed``: gone), waited for."""
@@ -151,8 +150,14 @@ class OctopusScenario:
         # to the UE until the queue drained (srsRAN's per-second DL bitrate, integrated)
         sent = inj.stats.bytes - sent0
         delivered = self._delivered(t0, t1)
+        # srsRAN's JSON metrics can stop mid-run (its MAC metrics aggregator, docs/testbed.md)
+        windows = sum(
+            1 for w in (self.c.metrics.windows if self.c.metrics else [])
+            if t0 < float(w["t"]) <= t1 and str(self.c.video_rnti) in w["ues"]
+        )  # fmt: skip
         self._note(phase, dl_bs_peak_bytes=peak, injected_bytes=sent, gnb_dl_bytes=delivered,
-                   delivered_share=round(delivered / sent, 3) if sent else None)  # fmt: skip
+                   delivered_share=round(delivered / sent, 3) if sent else None,
+                   metrics_windows=windows)  # fmt: skip
 
     def _delivered(self, t0: float, t1: float) -> float:
         """Bytes the gNB sent the video UE between ``t0`` and ``t1`` (its JSON metrics)."""
@@ -301,6 +306,12 @@ class OctopusScenario:
             # the RLC queue, so nothing is lost there); the delivered share is shown, not judged
             # (srsRAN's per-second bitrate over a 15 s window is too coarse to tell 0.87 from 1)
             ok = peak > 3 * peak_with > 0
+            measured = bool(f.get("metrics_windows")) and bool(g.get("metrics_windows"))
+            if not measured:
+                add("overshoot_without_policy", "not measured: the gNB's JSON metrics (its buffer "
+                    "report) stopped before this phase (srsRAN's MAC metrics aggregator, "
+                    "docs/testbed.md 'Known, not fixed yet')", False, measured=False)  # fmt: skip
+                return out
             add("overshoot_without_policy", f"{OVERSHOOT}x OCC's target for {OVERSHOOT_S:.0f} s "
                 f"with no policy: the gNB delivered {share} of the injected bytes (with the "
                 f"policy {share_with}); its buffer (dl_bs) peaked at {peak / 1e3:.0f} kB (with "
