@@ -80,8 +80,9 @@ async def load_all(sdl: Sdl) -> list[NodeRecord]:
     return [NodeRecord.from_json(v) for v in (await sdl.all_json(NS)).values()]
 
 
-async def _write_rnib(sdl: Sdl, rec: NodeRecord) -> None:
-    """R-NIB records for ricxappframe's GetNodeb / GetListGnbIds (protobuf, as e2mgr)."""
+def rnib_nodeb_info(rec: NodeRecord) -> Any:
+    """The R-NIB NodebInfo (protobuf, as e2mgr writes it) of a node: what ricxappframe's
+    GetNodeb returns to xApps."""
     from ricxappframe.entities.rnib import nb_identity_pb2, nodeb_info_pb2
 
     status = 1 if rec.connected else 2  # ConnectionStatus: CONNECTED=1, DISCONNECTED=2
@@ -105,6 +106,16 @@ async def _write_rnib(sdl: Sdl, rec: NodeRecord) -> None:
                 ran_function_revision=f.revision,
                 ran_function_oid=f.oid,
             )
+    return info
+
+
+async def _write_rnib(sdl: Sdl, rec: NodeRecord) -> None:
+    """R-NIB records for ricxappframe's GetNodeb / GetListGnbIds (protobuf, as e2mgr)."""
+    from ricxappframe.entities.rnib import nb_identity_pb2
+
+    info = rnib_nodeb_info(rec)
+    status = info.connection_status
+    gid = info.global_nb_id
     ident = nb_identity_pb2.NbIdentity(
         inventory_name=rec.meid, global_nb_id=gid, connection_status=status
     )

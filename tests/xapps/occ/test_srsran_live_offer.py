@@ -24,7 +24,7 @@ from ricsdl.syncstorage import SyncStorage
 from octoric.e2sm import e2ap, kpm
 from octoric.e2sm.node_id import meid_of
 from octoric.redis_server import free_port
-from octoric.ric.nodes import NodeRecord
+from octoric.ric.nodes import NodeRecord, rnib_nodeb_info
 from octoric.xapps.base.discovery import E2Node, rnib_nodes
 from octoric.xapps.base.sdl import SdlStore
 from octoric.xapps.base.subscription import SubscriptionRequest
@@ -50,20 +50,10 @@ class FakeRnib:
     e2term writes them (ric/nodes.py ``_write_rnib``)."""
 
     def __init__(self, *setups: e2ap.E2SetupRequest) -> None:
-        from ricxappframe.entities.rnib import nodeb_info_pb2  # as ric/nodes.py: when needed
-
         self.infos: dict[str, Any] = {}
         for setup in setups:
             rec = NodeRecord.from_setup(setup.global_e2node_id, setup.ran_functions, "", "tcp")
-            info = nodeb_info_pb2.NodebInfo(ran_name=rec.meid, connection_status=1)
-            for f in rec.ran_functions:
-                info.gnb.ran_functions.add(
-                    ran_function_id=f.ran_function_id,
-                    ran_function_definition=f.definition_hex,
-                    ran_function_revision=f.revision,
-                    ran_function_oid=f.oid,
-                )
-            self.infos[rec.meid] = info
+            self.infos[rec.meid] = rnib_nodeb_info(rec)
 
     def get_list_gnb_ids(self) -> list[Any]:
         from ricxappframe.entities.rnib import nb_identity_pb2
