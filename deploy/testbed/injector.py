@@ -69,11 +69,13 @@ class Injector:
         fps: float = 30.0,
         start_bps: float = 1e6,
         max_bps: float = 50e6,
+        min_bps: float = 300e3,
     ) -> None:
         self.flows_url, self.ue, self.mode, self.n3 = occ_flows_url, ue, mode, n3
         self.ue_ip, self.server_ip = socket.inet_aton(ue_ip), socket.inet_aton(server_ip)
         self.teid, self.qfi, self.fps = teid, qfi, fps
-        self.target_bps, self.max_bps = start_bps, max_bps
+        # a video encoder has a floor (its lowest layer): it never sends nothing at all
+        self.target_bps, self.max_bps, self.min_bps = start_bps, max_bps, min_bps
         self.stats = InjectorStats()
         self.marker = MessageMarker(stream_id=1, mtu=1200)
         self.svc = TemporalSvc()
@@ -131,7 +133,7 @@ class Injector:
         while True:
             while (fb := self.listener.get(timeout=0)) is not None:
                 self.stats.feedback += 1
-                self.target_bps = min(self.max_bps, max(0.0, fb.target_bps))
+                self.target_bps = min(self.max_bps, max(self.min_bps, fb.target_bps))
             self.stats.target_bps = self.target_bps
             rate = self.target_bps
             if time.monotonic() < self._boost_until:
