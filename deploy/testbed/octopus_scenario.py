@@ -264,6 +264,12 @@ class OctopusScenario:
             packets = b.packets - a.packets
             msgs = (b.msgs_by_message - a.msgs_by_message) + (b.msgs_by_bitrate - a.msgs_by_bitrate)
             peak = self.facts[phase].get("dl_bs_peak_bytes", 0.0)
+            if not self.facts[phase].get("metrics_windows") and packets == 0:
+                # no gNB metrics, no drop: the MAC metrics aggregator had stopped, and with it
+                # the KPM OCC reads, so the sender followed no ABW (docs/testbed.md)
+                add(phase, "not measured: the gNB's metrics had stopped (srsRAN's MAC metrics "
+                    "aggregator) and nothing was dropped", False, measured=False)  # fmt: skip
+                continue
             add(phase, f"{OVERSHOOT}x OCC's target for {OVERSHOOT_S:.0f} s: the gNB dropped "
                 f"{packets} packets ({b.bytes - a.bytes} bytes) in {msgs} whole messages and "
                 f"delivered {self.facts[phase].get('delivered_share')} of the injected bytes; "
