@@ -42,13 +42,12 @@ from octoric.deploy.testbed import e2_capture
 from octoric.deploy.testbed.gnb import GnbComponent
 from octoric.deploy.testbed.gnb_metrics import GnbMetrics
 from octoric.deploy.testbed.injector import Injector
-from octoric.deploy.testbed.octopus_scenario import OctopusScenario
+from octoric.deploy.testbed.octopus_scenario import POLICY_ID, OctopusScenario
 from octoric.deploy.xapps_component import XappComponent, _get_json
 from octoric.rest_client import request_json
 from octoric.supervisor import RunContext, cancel_task
 
 log = logging.getLogger("testbed.live")
-POLICY_ID = "testbed-live"
 
 
 @dataclass
@@ -135,9 +134,9 @@ class LiveChecks:
         with contextlib.suppress(OSError, ValueError):
             if "occ" in self.xapps:
                 self.xapps["occ"].last_status = await asyncio.to_thread(self._status, "occ", True)
-        if self.octopus is not None and self.ctx is not None:
+        if self.octopus is not None:
             # the gNB's pcaps are complete only now that it stopped
-            for phase, outcome, ok, facts in self.octopus.judge(self.ctx.run_dir):
+            for phase, outcome, ok, facts in self.octopus.judge():
                 ev = [f"{k}: {json.dumps(v, default=str)[:300]}" for k, v in facts.items()]
                 name = f"octopus: {phase} ({'ok' if ok else 'NOT MET'})"
                 self.observations.append(Observation(name, outcome, ev))

@@ -37,7 +37,6 @@ import json
 import logging
 import time
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from octoric.contracts import auth
@@ -224,7 +223,7 @@ class OctopusScenario:
         await self._overshoot("overshoot_without_policy")
 
     # --- the verdicts (after the gNB stopped) ---------------------------------------------------
-    def judge(self, run_dir: Path) -> list[tuple[str, str, bool, dict[str, Any]]]:
+    def judge(self) -> list[tuple[str, str, bool, dict[str, Any]]]:
         """(phase, outcome, ok, facts) of every phase that ran, from the gNB's flushed pcaps."""
         files = self.c.gnb.files("gnb-e2ap-du.pcap")
         if not files:

@@ -239,7 +239,7 @@ def _scenario(tmp_path: Path, acks: list[tuple[int, tuple[int, int, int, int]]])
 
 def test_octopus_verdicts_come_from_what_the_gnb_reported(tmp_path: Path) -> None:
     s = _scenario(tmp_path, [(1, (0, 0, 0, 0)), (2, (1, 100, 1, 0)), (8, (9, 900, 3, 0))])
-    verdicts = {p: (ok, outcome) for p, outcome, ok, _ in s.judge(tmp_path)}  # type: ignore[attr-defined]
+    verdicts = {p: (ok, outcome) for p, outcome, ok, _ in s.judge()}  # type: ignore[attr-defined]
     ok, outcome = verdicts["overshoot_with_policy"]
     # the counters' growth over the window (+ the ACK slack): 9 - 0 packets in 3 messages
     assert ok and "dropped 9 packets (900 bytes) in 3 whole messages" in outcome
@@ -252,11 +252,11 @@ def test_octopus_counters_the_gnb_never_reported_fail_the_check(tmp_path: Path) 
 
     s = _scenario(tmp_path, [(1, (0, 0, 0, 0)), (8, (9, 900, 3, 0))])
     s.xapp_samples.append((1700000009.0, DropCounters(5, 5, 5, 5)))  # type: ignore[attr-defined]
-    verdicts = {p: ok for p, _o, ok, _f in s.judge(tmp_path)}  # type: ignore[attr-defined]
+    verdicts = {p: ok for p, _o, ok, _f in s.judge()}  # type: ignore[attr-defined]
     assert verdicts["counters"] is False
     # no growth in the window: no drop, the overshoot check fails
     s2 = _scenario(tmp_path, [(1, (9, 900, 3, 0)), (8, (9, 900, 3, 0))])
-    verdicts2 = {p: ok for p, _o, ok, _f in s2.judge(tmp_path)}  # type: ignore[attr-defined]
+    verdicts2 = {p: ok for p, _o, ok, _f in s2.judge()}  # type: ignore[attr-defined]
     assert verdicts2["overshoot_with_policy"] is False
 
 
