@@ -37,12 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from octoric.contracts import auth, ue_key
-from octoric.contracts.schemas import OCTOPUS_POLICY_TYPE_ID
 from octoric.deploy.testbed import e2_capture
 from octoric.deploy.testbed.gnb import GnbComponent
 from octoric.deploy.testbed.gnb_metrics import GnbMetrics
 from octoric.deploy.testbed.injector import Injector
-from octoric.deploy.testbed.octopus_scenario import POLICY_ID, OctopusScenario
+from octoric.deploy.testbed.octopus_scenario import POLICY_ID, OctopusScenario, a1_policy
 from octoric.deploy.xapps_component import XappComponent, _get_json
 from octoric.rest_client import request_json
 from octoric.supervisor import RunContext, cancel_task
@@ -385,18 +384,12 @@ class LiveChecks:
     async def _try_policy(self) -> None:
         """An A1 policy for the DU's test UEs: the octopus xApp turns it into RC CONTROL
         action 100; what the gNB answers is in the octopus xApp's status and the DU pcap."""
-        from octoric.ric.services import RicRuntime
-
         assert self.ctx is not None
-        rt = RicRuntime.read(self.ctx.run_dir / "ric.json")
-        url = (
-            f"http://127.0.0.1:{rt.ric.a1_rest_port}/A1-P/v2/policytypes/"
-            f"{OCTOPUS_POLICY_TYPE_ID}/policies/{POLICY_ID}"
-        )
+        url, token = a1_policy(self.ctx.run_dir)
         ues = sorted(self._ue_keys().values())
         body = {"enable": True, "scope": {"meids": [self.du_meid], "ues": ues}}
         self._log_mark = self.gnb.srsran_log_path().stat().st_size
-        code, answer = await asyncio.to_thread(_send, "PUT", url, rt.api_token, body)
+        code, answer = await asyncio.to_thread(_send, "PUT", url, token, body)
         obs = Observation("A1 policy -> RC CONTROL action 100", f"A1 PUT answered {code}")
         obs.evidence.append(f"A1: {code} {answer}")
         deadline = time.monotonic() + 15

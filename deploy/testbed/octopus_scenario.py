@@ -37,6 +37,7 @@ import json
 import logging
 import time
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from octoric.contracts import auth
@@ -67,6 +68,18 @@ TIMELINE = (
 ZERO = DropCounters()
 
 
+def a1_policy(run_dir: Path) -> tuple[str, str]:
+    """The URL of this run's Octopus policy instance at the RIC's A1, and the API token."""
+    from octoric.ric.services import RicRuntime
+
+    rt = RicRuntime.read(run_dir / "ric.json")
+    url = (
+        f"http://127.0.0.1:{rt.ric.a1_rest_port}/A1-P/v2/policytypes/"
+        f"{OCTOPUS_POLICY_TYPE_ID}/policies/{POLICY_ID}"
+    )
+    return url, rt.api_token
+
+
 class OctopusScenario:
     def __init__(self, checks: Any, ue: int) -> None:
         """``checks``: the run's ``live.LiveChecks`` (its gNB, injector, metrics and xApp status;
@@ -94,15 +107,7 @@ class OctopusScenario:
 
     def _url(self) -> tuple[str, str]:
         if self._a1 is None:
-            from octoric.ric.services import RicRuntime
-
-            assert self.c.ctx is not None
-            rt = RicRuntime.read(self.c.ctx.run_dir / "ric.json")
-            self._a1 = (
-                f"http://127.0.0.1:{rt.ric.a1_rest_port}/A1-P/v2/policytypes/"
-                f"{OCTOPUS_POLICY_TYPE_ID}/policies/{POLICY_ID}",
-                rt.api_token,
-            )
+            self._a1 = a1_policy(self.c.ctx.run_dir)
         return self._a1
 
     async def _put(self, body: dict[str, Any] | None) -> tuple[int, Any]:
