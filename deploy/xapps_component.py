@@ -111,8 +111,8 @@ def pick_ports(spec: XappSpec) -> tuple[int, int]:
     raise OctoricError(f"{spec.name}: no free ports")
 
 
-def _get_json(url: str) -> Any:
-    with _NO_PROXY.open(url, timeout=1) as r:
+def _get_json(url: str, timeout: float = 1.0) -> Any:
+    with _NO_PROXY.open(url, timeout=timeout) as r:
         return json.loads(r.read())
 
 

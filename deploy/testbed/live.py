@@ -104,6 +104,7 @@ class LiveChecks:
         self.octopus: OctopusScenario | None = None
         self._log_mark = 0  # srsRAN's log size when the policy went out
         self._sampler: asyncio.Task[None] | None = None
+        self._occ_final_count = False
         self._occ_instances: set[int] = set()  # every RIC instance of OCC's DU subscriptions
 
     @property
@@ -130,9 +131,8 @@ class LiveChecks:
         # OCC xApp gets a moment for what is in flight before its own count is read.
         await self.gnb.stop()
         await asyncio.sleep(1.0)
-        with contextlib.suppress(OSError, ValueError):
-            if "occ" in self.xapps:
-                self.xapps["occ"].last_status = await asyncio.to_thread(self._status, "occ", True)
+        if "occ" in self.xapps:
+            self._occ_final_count = await self._read_final(self.xapps["occ"])
         if self.octopus is not None:
             # the gNB's pcaps are complete only now that it stopped
             for phase, outcome, ok, facts in self.octopus.judge():
@@ -226,6 +226,21 @@ class LiveChecks:
         return ", ".join(
             f"{n['meid']} ({' '.join(f['oid'] for f in n['ran_functions'])})" for n in self.nodes
         )
+
+    @staticmethod
+    async def _read_final(x: XappComponent, attempts: int = 5, timeout: float = 5.0) -> bool:
+        """Reads the xApp's status once more, after the gNB stopped: its counters are compared
+        with the gNB's pcaps, so a stale status (the 1 s poll can time out on a loaded machine)
+        would count the indications of its last seconds as lost. False if it never answered."""
+        for i in range(attempts):
+            try:
+                x.last_status = await asyncio.to_thread(_get_json, x.status_url, timeout)
+                return True
+            except (OSError, ValueError) as e:
+                log.warning("final status of %s unreadable (try %d/%d): %s", x.name, i + 1,
+                            attempts, e)  # fmt: skip
+                await asyncio.sleep(1.0)
+        return False
 
     def _status(self, xapp: str, fresh: bool = False) -> dict[str, Any]:
         """The xApp's status: what its component polled last (once a second), or read now."""
@@ -463,8 +478,13 @@ class LiveChecks:
             "occ_instances": sorted(instances),
             "du_indications_sent": sent,
             "occ_indications_received": received,
-            "lost": sent - received,
+            # not measured when OCC's final count could not be read (its last poll is stale)
+            "lost": sent - received if self._occ_final_count else None,
             "gnb_metrics_documents": self.metrics.documents if self.metrics else 0,
+            # what OCC refused of what arrived (by reason), and reports it continued across a
+            # 1-2 ms overlap of the gNB's time stamps (max_time_overlap_ms)
+            "occ_rejected": dict(occ.get("rejected_indications", {})),
+            "occ_time_overlap_shifted": int(occ.get("counters", {}).get("time_overlap_shifted", 0)),
             "occ_degraded": self._degraded(occ),
             "injector": self.injector.report() if self.injector else None,
         }
@@ -490,7 +510,14 @@ class LiveChecks:
         if f:
             lines.append(
                 f"E2 indications: gNB sent {f['du_indications_sent']}, OCC received "
-                f"{f['occ_indications_received']} (lost {f['lost']})"
+                f"{f['occ_indications_received']} "
+                + (
+                    f"(lost {f['lost']})"
+                    if f["lost"] is not None
+                    else "(lost not measured: OCC's final count was unreadable)"
+                )
+                + f"; OCC rejected {sum(f['occ_rejected'].values())} {f['occ_rejected'] or ''}, "
+                f"continued {f['occ_time_overlap_shifted']} across a 1-2 ms overlap"
             )
             if f.get("occ_degraded"):
                 d = f["occ_degraded"]

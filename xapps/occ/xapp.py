@@ -131,7 +131,7 @@ class OccXapp:
         self.unsupported_why: dict[str, str] = {}  # meid -> why it is not subscribed, said once
         self.degraded_nodes: dict[str, tuple[str, ...]] = {}  # the same, in degraded mode
         self.kpm_versions: dict[str, KpmVersion] = {}  # meid -> what its E2 Setup announced
-        self._next_t0: dict[str, int] = {}  # meid -> end of its last report (KPM v02.03 nodes)
+        self._next_t0: dict[str, int] = {}  # meid -> end of its last report
         # benchmarks only (OCTORIC_LATENCY_TRACE): indication in, feedback sent
         self._trace_in, self._trace_out = LatencyTrace("occ_in"), LatencyTrace("occ_out")
         self.degraded = DegradedInputs(self.engine.config.dl_slots_per_ms)
@@ -282,6 +282,7 @@ class OccXapp:
             return
         if version is KpmVersion.V2_03:
             self._whole_second_start(msg.meid, inp)
+        self._continue_small_overlap(msg.meid, inp)
         ahead_ms = inp.t0_ms + inp.n_granules * self.cfg.granularity_ms - time.time() * 1000.0
         if ahead_ms > self.cfg.max_clock_ahead_ms:
             # checked before the engine sees it: its per-UE "latest sample" never moves ahead
@@ -346,6 +347,16 @@ class OccXapp:
             nxt = self._next_t0.get(meid)
             if nxt is not None and inp.t0_ms <= nxt < inp.t0_ms + 1000:
                 inp.t0_ms = nxt
+
+    def _continue_small_overlap(self, meid: str, inp: EngineInput) -> None:
+        """A report starting at most ``max_time_overlap_ms`` before the end of the node's previous
+        one continues it: the node's clock rounding, not data out of order, which the engine
+        would reject whole (``time``) and lose its granules. Larger overlaps are left to it. The
+        reports after a continued one are continued too until the node's stamps leave a gap."""
+        nxt = self._next_t0.get(meid)
+        if nxt is not None and 0 < nxt - inp.t0_ms <= self.cfg.max_time_overlap_ms:
+            inp.t0_ms = nxt
+            self.counters["time_overlap_shifted"] += 1
         self._next_t0[meid] = inp.t0_ms + inp.n_granules * self.cfg.granularity_ms
 
     def _ingest(self, inp: EngineInput, meid: str) -> tuple[AbwBatch | None, EngineInput | None]:

@@ -349,3 +349,35 @@ def test_the_sdl_writer_writes_everything_in_slices(
     xapp.on_indication(RmrMessage(12050, 5, "gnb_a", pdu))
     xapp._flush()
     assert sum(writes) == len(ues) and not pauses
+
+
+def test_a_report_overlapping_the_previous_by_a_ms_continues_it(xapp: OccXapp) -> None:
+    """A live srsRAN gNB stamps each 10 ms report's start on its wall clock in whole ms: 273 of
+    8,306 back-to-back reports started 1 ms before the previous one ended, and the engine
+    rejected each whole (10 ms of every UE lost). Up to max_time_overlap_ms (2) such a report
+    continues the previous one (counted); a larger overlap is still rejected as out of order."""
+    import time
+
+    from octoric.e2sm import kpm
+    from octoric.e2sm.common import ntp_timestamp
+
+    src = OccIndications([101, 102], pool_periods=4)
+    base_ms = int(time.time() * 1000) - 10_000
+
+    def send(t0_ms: int, sn: int) -> None:
+        h = kpm.encode_kpm(kpm.KpmIndicationHeader(ntp_timestamp(t0_ms / 1000.0)))
+        _, m = src(_Sub, sn)
+        pdu = e2ap.encode_e2ap(e2ap.RicIndication(RicRequestId(123, 5), 2, 1, h, m, sn=sn))
+        xapp.on_indication(RmrMessage(12050, 5, "gnb_a", pdu))
+
+    send(base_ms, 0)
+    send(base_ms + 10, 1)
+    before = xapp.counters["ue_samples"]
+    send(base_ms + 19, 2)  # 1 ms into the previous report
+    assert sum(xapp.rejected.values()) == 0, xapp.rejected
+    assert xapp.counters["time_overlap_shifted"] == 1
+    assert xapp.counters["ue_samples"] > before
+    send(base_ms + 30, 3)  # right after the shifted one (which ended at +30): no overlap
+    assert xapp.counters["time_overlap_shifted"] == 1 and sum(xapp.rejected.values()) == 0
+    send(base_ms + 35, 4)  # 5 ms back: out of order, rejected as before
+    assert xapp.rejected["time"] == 1 and xapp.counters["time_overlap_shifted"] == 1
