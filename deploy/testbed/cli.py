@@ -26,7 +26,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     live.add_argument("--duration", type=float, default=120.0, help="seconds (default 120)")
     live.add_argument(
-        "--ues", type=int, default=4, help="test UEs in all, spread evenly over the two cells"
+        "--ues", type=int, default=4, help="test UEs in all, spread evenly over the cells"
+    )
+    live.add_argument(
+        "--cells",
+        type=int,
+        default=2,
+        help="cells of the gNB, 1-4 (default 2); srsRAN's test mode puts as many UEs on each, "
+        "so --cells 4 --ues 4 gives every UE a cell of its own",
     )
     live.add_argument(
         "--time-scaling",
@@ -64,8 +71,15 @@ def _live(args: argparse.Namespace) -> int:
             f"give --srsran-build DIR or set {BUILD_ENV}: the build directory of "
             "srsran_agent/build.sh (docs/testbed.md, 'Rehearse without radios')"
         )
-    if args.ues < 2 or args.ues % 2:
-        raise OctoricError("--ues must be even and at least 2 (srsRAN puts as many on each cell)")
+    from octoric.deploy.testbed.gnb import MAX_CELLS
+
+    if not 1 <= args.cells <= MAX_CELLS:
+        raise OctoricError(f"--cells must be 1..{MAX_CELLS}")
+    if args.ues < args.cells or args.ues % args.cells:
+        raise OctoricError(
+            f"--ues must be a multiple of --cells ({args.cells}): srsRAN's test mode puts as "
+            "many test UEs on each cell"
+        )
     if args.time_scaling <= 0:
         raise OctoricError("--time-scaling must be > 0")
     overrides = [f"duration={args.duration}", f"report_dir={args.report_dir}"]
@@ -74,6 +88,7 @@ def _live(args: argparse.Namespace) -> int:
     opts = compose.TestbedOptions(
         build_dir=Path(args.srsran_build),
         ues=args.ues,
+        cells=args.cells,
         time_scaling=args.time_scaling,
         inject=args.inject,
         stock_kpm=args.stock_kpm,

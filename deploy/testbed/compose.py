@@ -23,7 +23,7 @@ class TestbedOptions:
     build_dir: Path
     ues: int = 4
     time_scaling: float = 1.0
-    cells: int = 2  # srsran_agent/configs/gnb_rfless.yml
+    cells: int = 2  # as srsran_agent/configs/gnb_rfless.yml; up to gnb.MAX_CELLS
     inject: bool = True  # OCC-fed video into N3 for the video UE (live.LiveChecks, injector)
     stock_kpm: bool = False  # the DU offers no OCC.* measurements: OCC's degraded mode
 
@@ -32,7 +32,7 @@ def build_components(ctx: RunContext, opts: TestbedOptions) -> list[Component]:
     extra = {"e2": {"e2sm_kpm_occ_enabled": False}} if opts.stock_kpm else {}
     gnb = GnbComponent(
         GnbOptions(opts.build_dir, ues_per_cell=opts.ues // opts.cells,
-                   time_scaling=opts.time_scaling, extra=extra)
+                   time_scaling=opts.time_scaling, cells=opts.cells, extra=extra)
     )  # fmt: skip
     xapps = xapp_components(ctx)
     checks = LiveChecks(gnb, xapps, inject=opts.inject)

@@ -41,6 +41,7 @@ class GnbOptions:
     build_dir: Path
     ues_per_cell: int = 2
     time_scaling: float = 1.0
+    cells: int = 2  # PCIs 1..cells on the template's carrier
     extra: dict[str, Any] = field(default_factory=dict)  # YAML overrides, e.g. {"log": {...}}
 
 
@@ -81,8 +82,25 @@ def render_config(
         "e2ap_cu_cp_filename": str(run_dir / "gnb-e2ap-cu-cp.pcap"),
     }
     cfg["test_mode"]["test_ue"]["nof_ues"] = opts.ues_per_cell
+    if opts.cells != len(cfg["cells"]):
+        cfg["cells"] = cells_config(opts.cells)
     cfg["ru_dummy"]["time_scaling"] = opts.time_scaling
     return _merge(cfg, opts.extra)
+
+
+MAX_CELLS = 4
+
+
+def cells_config(n: int) -> list[dict[str, Any]]:
+    """``n`` cells on the template's carrier, PCIs 1..n, PRACH root sequences 64 apart (distinct
+    only to silence srsRAN's same-frequency warning: ru_dummy detects no PRACH). srsRAN's test
+    mode puts as many UEs on every cell, so one UE a cell is how a UE gets a cell of its own."""
+    if not 1 <= n <= MAX_CELLS:
+        raise OctoricError(f"cells must be 1..{MAX_CELLS}, got {n}")
+    return [
+        {"pci": i + 1, "prach": {"prach_root_sequence_index": 1 if i == 0 else 64 * i}}
+        for i in range(n)
+    ]
 
 
 def n3_port_free() -> bool:

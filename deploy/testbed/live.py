@@ -38,7 +38,7 @@ from typing import Any
 
 from octoric.contracts import auth, ue_key
 from octoric.deploy.testbed import e2_capture
-from octoric.deploy.testbed.gnb import GnbComponent
+from octoric.deploy.testbed.gnb import GnbComponent, ModeUe
 from octoric.deploy.testbed.gnb_metrics import GnbMetrics
 from octoric.deploy.testbed.injector import Injector
 from octoric.deploy.testbed.octopus_scenario import POLICY_ID, OctopusScenario, a1_policy
@@ -485,10 +485,14 @@ class LiveChecks:
             # 1-2 ms overlap of the gNB's time stamps (max_time_overlap_ms)
             "occ_rejected": dict(occ.get("rejected_indications", {})),
             "occ_time_overlap_shifted": int(occ.get("counters", {}).get("time_overlap_shifted", 0)),
+            "occ_rmr": dict(occ.get("rmr", {})),  # its RMR receive counters: where a loss is
             "occ_degraded": self._degraded(occ),
             "injector": self.injector.report() if self.injector else None,
         }
         out["abw_vs_gnb"] = abw_vs_gnb(self.series)
+        for rnti, role in ue_roles(self.gnb.test_ues(), self.video_rnti).items():
+            if rnti in out["abw_vs_gnb"]:
+                out["abw_vs_gnb"][rnti].update(role)
         return out
 
     def _degraded(self, occ: dict[str, Any]) -> dict[str, Any] | None:
@@ -527,7 +531,8 @@ class LiveChecks:
                 )
             for rnti, c in sorted(f.get("abw_vs_gnb", {}).items()):
                 lines.append(
-                    f"UE {rnti}: median OCC ABW {c['occ_median_bps'] / 1e6:.2f} Mbit/s (target "
+                    f"UE {rnti}{_role_text(c)}: median OCC ABW {c['occ_median_bps'] / 1e6:.2f} "
+                    f"Mbit/s (target "
                     f"{c['occ_target_median_bps'] / 1e6:.2f}), gNB DL "
                     f"{c['gnb_median_bps'] / 1e6:.2f} Mbit/s, ABW/gNB {c['ratio']:.3f}"
                 )
@@ -547,6 +552,31 @@ def _du_instances(occ_status: dict[str, Any], du_meid: str) -> set[int]:
         int(s["e2_instance_id"]) for s in occ_status.get("subscriptions", [])
         if s.get("meid") == du_meid and s.get("e2_instance_id") is not None
     }  # fmt: skip
+
+
+def ue_roles(ues: list[ModeUe], video_rnti: int | None) -> dict[str, dict[str, Any]]:
+    """Per test UE (``0x4602``): its cell, whether it is alone in it, and whether it is the video
+    UE (patch 0016: its DRB carries the injector's video) or backlogged (test mode's endless
+    padding). Done-when 1 of #39 asks for a backlogged UE alone in its cell."""
+    per_cell = Counter(u.pci for u in ues)
+    video_cells = {u.pci for u in ues if u.rnti == video_rnti}
+    return {
+        f"{u.rnti:#06x}": {
+            "pci": u.pci,
+            "alone": per_cell[u.pci] == 1,
+            "video": u.rnti == video_rnti,
+            "with_video": u.rnti != video_rnti and u.pci in video_cells,
+        }
+        for u in ues
+    }
+
+
+def _role_text(c: dict[str, Any]) -> str:
+    if "pci" not in c:
+        return ""
+    kind = "video" if c["video"] else "backlogged"
+    where = "alone" if c["alone"] else "with the video UE" if c["with_video"] else "shared"
+    return f" (PCI {c['pci']}, {kind}, {where})"
 
 
 def abw_vs_gnb(series: list[dict[str, Any]], skip_s: float = 5.0) -> dict[str, dict[str, float]]:

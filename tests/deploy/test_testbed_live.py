@@ -39,26 +39,40 @@ def _e2_port() -> int:
     return 36421
 
 
-@pytest.fixture(scope="module")
-def live_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    out = tmp_path_factory.mktemp("testbed")
+def _run(out_dir: Any, duration: int, *extra: str) -> dict[str, Any]:
     sets = [f"redis.port={free_port()}", "dashboard.enabled=false", f"ric.e2_port={_e2_port()}"]
     sets += [
         f"ric.{name}={port}" for name, port in distinct_pairs(RIC_PORTS).items()
         if name != "e2_port"
     ]  # fmt: skip
     argv = [sys.executable, "-m", "octoric.cli", "testbed", "live", "--srsran-build",
-            os.environ["OCTORIC_SRSRAN_BUILD"], "--duration", "160", "--no-live",
-            "--report-dir", str(out)]  # fmt: skip
+            os.environ["OCTORIC_SRSRAN_BUILD"], "--duration", str(duration), "--no-live",
+            "--report-dir", str(out_dir), *extra]  # fmt: skip
     for s in sets:
         argv += ["--set", s]
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=420)
-    runs = sorted(p for p in out.iterdir() if (p / "testbed.json").exists())
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=duration + 260)
+    runs = sorted(p for p in out_dir.iterdir() if (p / "testbed.json").exists())
     assert runs, f"no run folder with testbed.json\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     tb: dict[str, Any] = json.loads((runs[-1] / "testbed.json").read_text())
     tb["_dir"] = runs[-1]
     tb["_stdout"] = r.stdout
     return tb
+
+
+@pytest.fixture(scope="module")
+def live_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The default layout (2 cells x 2 test UEs) with the video injected: every step, the
+    Octopus phases (the video UE shares its cell, so 1.5x OCC's target overshoots it)."""
+    return _run(tmp_path_factory.mktemp("testbed"), 160)
+
+
+@pytest.fixture(scope="module")
+def live_alone(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A cell per test UE (4 cells x 1), the video UE idle: each backlogged UE has a cell of its
+    own, which #39's ABW check asks for (a 4-cell gNB plus the injector's 45+ Mbit/s overshoot
+    is more than this 2-core machine keeps in real time, so the Octopus phases run above)."""
+    return _run(tmp_path_factory.mktemp("testbed-alone"), 75, "--cells", "4", "--ues", "4",
+                "--no-inject")  # fmt: skip
 
 
 def test_every_step_happens_and_no_indication_is_lost(live_run: dict[str, Any]) -> None:
@@ -78,15 +92,16 @@ def test_every_step_happens_and_no_indication_is_lost(live_run: dict[str, Any]) 
     assert (live_run["_dir"] / "testbed.png").exists()
 
 
-def test_occ_abw_is_within_15_percent_of_the_gnbs_bitrate(live_run: dict[str, Any]) -> None:
-    # #39 done-when 1, for every full-buffer test UE (srsRAN puts as many test UEs on each cell, so
-    # with 4 UEs on the 2 cells none is alone in its cell). Not the video UE (0x4601, patch 0016):
-    # its sender follows OCC's target, so its bitrate is what it sends, below its ABW.
-    # Nor 0x4602, which shares PCI 1 with the video UE: its ratio (1.38 in a 300 s run) is an
-    # open finding of #39 (the note); PCI 2's two full-buffer UEs are the measure here.
-    full = {r: c for r, c in live_run["summary"]["abw_vs_gnb"].items() if r in ("0x4603", "0x4604")}
-    assert len(full) == 2
-    for rnti, c in full.items():
+def test_occ_abw_is_within_15_percent_of_the_gnbs_bitrate(live_alone: dict[str, Any]) -> None:
+    # #39 done-when 1: every backlogged test UE alone in its cell (all but the video UE of patch
+    # 0016, idle here)
+    for s in live_alone["steps"]:
+        assert s["ok"], f"step {s['name']}: {s['detail']}\n{live_alone['_stdout'][-2000:]}"
+    assert live_alone["summary"]["lost"] == 0, live_alone["summary"]
+    abw = live_alone["summary"]["abw_vs_gnb"]
+    alone = {r: c for r, c in abw.items() if c.get("alone") and not c.get("video")}
+    assert len(alone) == 3, abw
+    for rnti, c in alone.items():
         assert 0.85 <= c["ratio"] <= 1.15, (rnti, c)
 
 
@@ -104,5 +119,5 @@ def test_octopus_drops_whole_messages_on_the_real_gnb(live_run: dict[str, Any]) 
         if name not in unmeasured:
             assert phases[name]["ok"], (name, phases[name])
     if unmeasured:
-        # srsRAN's MAC metrics aggregator stops its JSON metrics at a random time (#39 note)
+        # the gNB's JSON metrics stopped (srsRAN's MAC metrics aggregator before patch 0019)
         pytest.xfail("; ".join(f"{n}: {phases[n]['outcome']}" for n in unmeasured))

@@ -20,7 +20,7 @@ from octoric.deploy.testbed.gnb import (
     ues_from_f1ap_log,
 )
 from octoric.deploy.testbed.gnb_metrics import GnbMetrics
-from octoric.deploy.testbed.live import abw_vs_gnb
+from octoric.deploy.testbed.live import abw_vs_gnb, ue_roles
 from octoric.e2sm import e2ap
 from octoric.errors import OctoricError
 
@@ -42,6 +42,26 @@ def test_run_config_points_the_gnb_at_this_runs_ric(tmp_path: Path) -> None:
     # the template itself stays loadable YAML with two cells
     tpl = yaml.safe_load(CONFIG_TEMPLATE.read_text())
     assert len(tpl["cells"]) == 2
+
+
+def test_a_cell_per_ue_layout(tmp_path: Path) -> None:
+    """--cells 4 --ues 4: four cells on the template's carrier with distinct PCIs and PRACH
+    roots, one test UE each; each UE's role in the summary says whether it is alone."""
+    cfg = render_config(GnbOptions(tmp_path, ues_per_cell=1, cells=4), tmp_path,
+                        ric_port=23456, transport="tcp", ws_port=34567)  # fmt: skip
+    pcis = [c["pci"] for c in cfg["cells"]]
+    roots = [c["prach"]["prach_root_sequence_index"] for c in cfg["cells"]]
+    assert pcis == [1, 2, 3, 4] and len(set(roots)) == 4
+    assert cfg["test_mode"]["test_ue"]["nof_ues"] == 1
+    with pytest.raises(OctoricError, match=r"cells must be 1\.\.4"):
+        render_config(GnbOptions(tmp_path, cells=5), tmp_path, 1, "tcp", 2)
+    ues = [ModeUe(1, 0x4601), ModeUe(2, 0x4602), ModeUe(3, 0x4603), ModeUe(3, 0x4604)]
+    roles = ue_roles(ues, video_rnti=0x4601)
+    assert roles["0x4601"] == {"pci": 1, "alone": True, "video": True, "with_video": False}
+    assert roles["0x4602"]["alone"] and not roles["0x4602"]["video"]
+    assert not roles["0x4603"]["alone"] and not roles["0x4604"]["with_video"]
+    shared = ue_roles([ModeUe(1, 0x4601), ModeUe(1, 0x4602)], video_rnti=0x4601)
+    assert shared["0x4602"]["with_video"] and not shared["0x4602"]["alone"]
 
 
 def test_a_missing_or_unpatched_gnb_is_named(tmp_path: Path) -> None:
@@ -150,7 +170,7 @@ def test_the_cli_names_what_is_missing(
     assert main(["testbed", "live"]) == 1
     assert "--srsran-build DIR or set OCTORIC_SRSRAN_BUILD" in capsys.readouterr().err
     assert main(["testbed", "live", "--srsran-build", str(tmp_path), "--ues", "3"]) == 1
-    assert "--ues must be even" in capsys.readouterr().err
+    assert "--ues must be a multiple of --cells (2)" in capsys.readouterr().err
 
 
 def test_srsran_log_is_read_in_whole_lines(tmp_path: Path) -> None:
