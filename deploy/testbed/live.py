@@ -105,6 +105,7 @@ class LiveChecks:
         self._log_mark = 0  # srsRAN's log size when the policy went out
         self._sampler: asyncio.Task[None] | None = None
         self._occ_final_count = False
+        self._e2term: dict[str, float] = {}
         self._occ_instances: set[int] = set()  # every RIC instance of OCC's DU subscriptions
 
     @property
@@ -133,6 +134,7 @@ class LiveChecks:
         await asyncio.sleep(1.0)
         if "occ" in self.xapps:
             self._occ_final_count = await self._read_final(self.xapps["occ"])
+        self._e2term = await asyncio.to_thread(self._e2term_counters)
         if self.octopus is not None:
             # the gNB's pcaps are complete only now that it stopped
             for phase, outcome, ok, facts in self.octopus.judge():
@@ -241,6 +243,19 @@ class LiveChecks:
                             attempts, e)  # fmt: skip
                 await asyncio.sleep(1.0)
         return False
+
+    def _e2term_counters(self) -> dict[str, float]:
+        """e2term's forwarding counters (its /metrics): with OCC's RMR counters they say where an
+        indication the gNB sent was lost on the way (e2term -> RMR -> OCC's receive ring)."""
+        if self.ctx is None:
+            return {}
+        url = f"http://127.0.0.1:{self.ctx.config.ric.e2term_http_port}/metrics"
+        try:
+            text = _get_text(url, auth.bearer(auth.token_from_env()))
+        except OSError as e:
+            log.warning("e2term's counters unreadable: %s", e)
+            return {}
+        return e2term_counters(text)
 
     def _status(self, xapp: str, fresh: bool = False) -> dict[str, Any]:
         """The xApp's status: what its component polled last (once a second), or read now."""
@@ -486,6 +501,7 @@ class LiveChecks:
             "occ_rejected": dict(occ.get("rejected_indications", {})),
             "occ_time_overlap_shifted": int(occ.get("counters", {}).get("time_overlap_shifted", 0)),
             "occ_rmr": dict(occ.get("rmr", {})),  # its RMR receive counters: where a loss is
+            "e2term": self._e2term,
             "occ_degraded": self._degraded(occ),
             "injector": self.injector.report() if self.injector else None,
         }
@@ -523,6 +539,14 @@ class LiveChecks:
                 + f"; OCC rejected {sum(f['occ_rejected'].values())} {f['occ_rejected'] or ''}, "
                 f"continued {f['occ_time_overlap_shifted']} across a 1-2 ms overlap"
             )
+            if f.get("lost"):
+                e, r = f.get("e2term") or {}, f.get("occ_rmr") or {}
+                lines.append(
+                    f"on the way: e2term forwarded {e.get('indications', '?')} indications "
+                    f"(send failures {e.get('send_failures', '?')}, gave up "
+                    f"{e.get('gave_up', '?')}); OCC's RMR receive ring dropped "
+                    f"{r.get('dropped_ring_full', 0)}, its queue shed {r.get('shed_queue_full', 0)}"
+                )
             if f.get("occ_degraded"):
                 d = f["occ_degraded"]
                 lines.append(
@@ -552,6 +576,39 @@ def _du_instances(occ_status: dict[str, Any], du_meid: str) -> set[int]:
         int(s["e2_instance_id"]) for s in occ_status.get("subscriptions", [])
         if s.get("meid") == du_meid and s.get("e2_instance_id") is not None
     }  # fmt: skip
+
+
+# e2term's counters that tell a loss on the way to the xApps (octoric_e2term_<name>)
+_E2TERM_KEYS = ("indications", "sent", "send_failures", "waited", "gave_up")
+
+
+def e2term_counters(metrics_text: str) -> dict[str, float]:
+    """The forwarding counters of e2term's Prometheus text (``octoric_e2term_indications`` ...)."""
+    out: dict[str, float] = {}
+    for line in metrics_text.splitlines():
+        if line.startswith("#") or not line.startswith("octoric_e2term_"):
+            continue
+        name, _, value = line.rpartition(" ")
+        base, _, label = name.partition("{")
+        key = base.removeprefix("octoric_e2term_").removesuffix("_total")
+        if key == "errors" and label:  # errors{kind="decode"} -> errors:decode
+            kind = label.split("=", 1)[-1].strip('}"')
+            key, keep = f"errors:{kind}", True
+        else:
+            keep = key in _E2TERM_KEYS and not label
+        if keep:
+            with contextlib.suppress(ValueError):
+                out[key] = float(value)
+    return out
+
+
+def _get_text(url: str, headers: dict[str, str]) -> str:
+    import urllib.request
+
+    req = urllib.request.Request(url, headers=headers)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(req, timeout=5) as r:
+        return str(r.read().decode())
 
 
 def ue_roles(ues: list[ModeUe], video_rnti: int | None) -> dict[str, dict[str, Any]]:

@@ -20,7 +20,7 @@ from octoric.deploy.testbed.gnb import (
     ues_from_f1ap_log,
 )
 from octoric.deploy.testbed.gnb_metrics import GnbMetrics
-from octoric.deploy.testbed.live import abw_vs_gnb, ue_roles
+from octoric.deploy.testbed.live import abw_vs_gnb, e2term_counters, ue_roles
 from octoric.e2sm import e2ap
 from octoric.errors import OctoricError
 
@@ -288,3 +288,18 @@ def test_injector_overshoot_is_bounded_in_time() -> None:
         inj.overshoot(0.0, 1.0)
     inj.overshoot(2.0, 0.0)  # already over
     assert inj._boost == 2.0 and inj._boost_until <= __import__("time").monotonic()
+
+
+def test_e2terms_forwarding_counters_are_read_from_its_metrics() -> None:
+    text = "\n".join([
+        "# HELP octoric_e2term_indications_total indications",
+        "# TYPE octoric_e2term_indications_total counter",
+        "octoric_e2term_indications_total 14544.0",
+        "octoric_e2term_send_failures_total 3.0",
+        "octoric_e2term_gave_up_total 2.0",
+        'octoric_e2term_errors_total{kind="decode"} 1.0',
+        "octoric_e2term_connected_nodes 2.0",
+        "octoric_e2term_indications_created 1.79e9",
+    ])  # fmt: skip
+    assert e2term_counters(text) == {"indications": 14544.0, "send_failures": 3.0,
+                                     "gave_up": 2.0, "errors:decode": 1.0}  # fmt: skip
