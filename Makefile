@@ -113,8 +113,8 @@ $(RACA_TRACES)/.done: $(RACA_ZIP)
 	$(VENV)/bin/octoric sim mahimahi-from-csv $(RACA_ZIP) --match Download/Driving --out $(RACA_TRACES)
 	touch $@
 eval: setup $(RACA_TRACES)/.done
-	$(VENV)/bin/octoric eval occ --traces $(EVAL_TRACES) --seeds 3 --json build/occ-eval/results.json --plots docs/ --timeseries Verizon-LTE-short $(EVAL_ARGS)
-	$(VENV)/bin/octoric eval occ --traces $(RACA_TRACES) --no-contention --routes --seeds 3 --json build/occ-eval-raca/results.json $(EVAL_ARGS)
+	$(VENV)/bin/octoric eval occ --traces $(EVAL_TRACES) --seeds 5 --json build/occ-eval/results.json --plots docs/ --timeseries Verizon-LTE-short $(EVAL_ARGS)
+	$(VENV)/bin/octoric eval occ --traces $(RACA_TRACES) --no-contention --routes --seeds 5 --json build/occ-eval-raca/results.json $(EVAL_ARGS)
 	$(VENV)/bin/octoric eval dumbo --traces $(EVAL_TRACES) --out docs/eval-dumbo.md
 	$(VENV)/bin/octoric eval morc --out docs/eval-morc.md
 	$(VENV)/bin/octoric eval ton22 --out docs/eval-ton22.md

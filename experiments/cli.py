@@ -130,6 +130,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "--out", metavar="MD", default=f"build/{name}-eval/results.md",
             help="the report (Markdown); the JSON and the PNG beside it (default: %(default)s)",
         )  # fmt: skip
+        r.add_argument(
+            "--from-json", metavar="JSON",
+            help="no simulation: re-render the report (claims, verdicts) from an earlier run's "
+            "JSON, e.g. after a change of the verdict rule; the plot is kept as it is",
+        )  # fmt: skip
         return r
 
     du = report_parser("dumbo", "the Dumbo thesis: pulse-link convergence (RoCC/Copa with "
@@ -273,13 +278,14 @@ def _cmd_occ(args: argparse.Namespace) -> int:
         "wall_seconds": round(time.monotonic() - t0, 1),
         "aggregation": "latency and stall rate over every flow's frames; bitrates mean per flow",
     }
-    meta["claims"] = ev.claims(results, cases)
+    found = ev.claims(results, cases)
+    meta["claims"] = [c.to_json() for c in found]
     ev.write_json(results, out, meta)
-    from octoric.experiments.claims import claims_table
+    from octoric.experiments.claims import RULE_MD, claims_table
 
     table = ev.mean_table(results)
-    if meta["claims"]:
-        table += "\n" + "\n".join(claims_table(meta["claims"])) + "\n"
+    if found:
+        table += "\n" + RULE_MD + "\n\n" + "\n".join(claims_table(found)) + "\n"
     table += "\nEvery run:\n\n" + ev.markdown_table(results)
     md = out.with_suffix(".md")
     md.write_text(table)
@@ -323,43 +329,64 @@ def _counter(n: int) -> Callable[[str], None]:
 
 
 def _write_report(out: Path, markdown: Callable[[str], str], data: dict[str, Any],
-                  plot: Callable[[Path], None]) -> int:  # fmt: skip
-    """The report (``out``, Markdown naming the plot), its JSON and PNG beside it."""
+                  plot: Callable[[Path], None] | None) -> int:  # fmt: skip
+    """The report (``out``, Markdown naming the plot), its JSON and PNG beside it (``plot``
+    None: a re-rendering, the PNG stays as it is)."""
     import json
 
     out.parent.mkdir(parents=True, exist_ok=True)
     png = out.with_suffix(".png")
-    plot(png)
+    if plot is not None:
+        plot(png)
     out.write_text(markdown(png.name))
     out.with_suffix(".json").write_text(json.dumps(data, indent=2, default=str))
     print(out.read_text())
-    print(f"[eval] wrote {out}, {out.with_suffix('.json')} and {png}", file=sys.stderr)
+    print(f"[eval] wrote {out}, {out.with_suffix('.json')}" + (f" and {png}" if plot else ""),
+          file=sys.stderr)  # fmt: skip
     return 0
+
+
+def _stored(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``--from-json``'s document, None without it."""
+    import json
+
+    if not args.from_json:
+        return None
+    try:
+        doc: dict[str, Any] = json.loads(Path(args.from_json).read_text())
+    except (OSError, ValueError) as e:
+        raise OctoricError(f"--from-json {args.from_json}: {e}") from e
+    return doc
 
 
 def _cmd_dumbo(args: argparse.Namespace) -> int:
     from octoric.experiments import dumbo_cellular as cell
     from octoric.experiments import dumbo_eval as ev
 
-    seeds = 1 if args.quick else 5
-    traces = Path(args.traces)
-    if not args.no_cellular and not cell.find_traces(traces):
-        raise OctoricError(f"no Mahimahi traces (*.down) in {traces}: give --traces DIR, or "
-                           "--no-cellular for the pulse-link experiment only")  # fmt: skip
-    n_cell = (
-        0
-        if args.no_cellular
-        else (len(cell.SCHEMES) * (1 if args.quick else 2 * len(cell.find_traces(traces))))
-    )
-    count = _counter(seeds * len(ev.SCHEMES) + n_cell)
-    runs = ev.run_all(seeds, count)
-    cellular = (
-        None if args.no_cellular else cell.run_all(traces, args.quick, ev.ENCODER_LAG_MS, count)
-    )
-    data: dict[str, Any] = {"claims": ev.claims_table(runs), "schemes": ev.scheme_table(runs),
-                            "seeds": seeds}  # fmt: skip
+    stored = _stored(args)
+    if stored is not None:
+        if "runs" not in stored:
+            raise OctoricError(f"--from-json {args.from_json}: no per-run pulse-link results "
+                               "(written before issue #46): run the report again")  # fmt: skip
+        runs, seeds = ev.from_json(stored["runs"]), int(stored["seeds"])
+        cellular = None if args.no_cellular else stored.get("cellular")
+    else:
+        seeds = 1 if args.quick else ev.SEEDS
+        traces = Path(args.traces)
+        if not args.no_cellular and not cell.find_traces(traces):
+            raise OctoricError(f"no Mahimahi traces (*.down) in {traces}: give --traces DIR, or "
+                               "--no-cellular for the pulse-link experiment only")  # fmt: skip
+        n_cell = (0 if args.no_cellular else len(cell.SCHEMES) * (
+            1 if args.quick else cell.SEEDS * len(cell.find_traces(traces))))  # fmt: skip
+        count = _counter(seeds * len(ev.SCHEMES) + n_cell)
+        runs = ev.run_all(seeds, count)
+        cellular = (None if args.no_cellular
+                    else cell.run_all(traces, args.quick, ev.ENCODER_LAG_MS, count))  # fmt: skip
+    data: dict[str, Any] = {"claims": ev.claims_json(runs), "schemes": ev.scheme_table(runs),
+                            "seeds": seeds, "runs": ev.runs_json(runs)}  # fmt: skip
     if cellular is not None:
-        data["cellular"] = {**cellular, "claims": cell.claims(cellular)}
+        cellular = {k: v for k, v in cellular.items() if k != "claims"}
+        data["cellular"] = {**cellular, "claims": [c.to_json() for c in cell.claims(cellular)]}
     out = Path(args.out)
     cell_png = out.with_name(f"{out.stem}-cellular.png")
 
@@ -376,22 +403,31 @@ def _cmd_dumbo(args: argparse.Namespace) -> int:
         if cellular is not None:
             cell.plot(cellular, cell_png)
 
-    return _write_report(out, markdown, data, plot)
+    return _write_report(out, markdown, data, None if stored is not None else plot)
 
 
 def _cmd_morc(args: argparse.Namespace) -> int:
     from octoric.experiments import morc_eval as ev
 
-    duration = 10.0 if args.quick else args.duration
-    n = (len(ev.QUICK) if args.quick else len(ev.PROFILES)) * len(ev.SCHEMES)
-    n += len(ev.DOWNLOADS) * len(ev.DOWNLOAD_SCHEMES) * (1 if args.quick else ev.DOWNLOAD_SEEDS)
-    count = _counter(n)
-    rows = ev.run_all(args.quick, duration, progress=count)
-    downloads = ev.run_downloads(args.quick, progress=count)
-    data = {"claims": ev.claims(rows) + ev.download_claims(downloads), "profiles": rows,
-            "downloads": downloads, "duration_s": duration}  # fmt: skip
+    stored = _stored(args)
+    if stored is not None:
+        rows, downloads, duration = (stored["profiles"], stored["downloads"],
+                                     float(stored["duration_s"]))  # fmt: skip
+    else:
+        duration = 10.0 if args.quick else args.duration
+        seeds = 1 if args.quick else ev.TABLE1_SEEDS
+        n = (len(ev.QUICK) if args.quick else len(ev.PROFILES)) * len(ev.SCHEMES) * seeds
+        n += len(ev.DOWNLOADS) * len(ev.DOWNLOAD_SCHEMES) * (1 if args.quick
+                                                             else ev.DOWNLOAD_SEEDS)  # fmt: skip
+        count = _counter(n)
+        rows = ev.run_all(args.quick, duration, seeds, progress=count)
+        downloads = ev.run_downloads(args.quick, progress=count)
+    found = ev.claims(rows) + ev.download_claims(downloads)
+    data = {"claims": [c.to_json() for c in found], "profiles": rows, "downloads": downloads,
+            "duration_s": duration}  # fmt: skip
     return _write_report(Path(args.out), lambda png: ev.markdown(rows, duration, png, downloads),
-                         data, lambda png: ev.plot(rows, png))  # fmt: skip
+                         data, None if stored is not None
+                         else lambda png: ev.plot(rows, png))  # fmt: skip
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
@@ -433,27 +469,35 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 def _cmd_sec23(args: argparse.Namespace) -> int:
     from octoric.experiments import sec23_eval as ev
 
-    traces = Path(args.traces)
-    missing = [t for t in ev.TRACES[: 1 if args.quick else None]
-               if not (traces / f"{t}.down").is_file()]  # fmt: skip
-    if missing:
-        print(f"octoric eval sec23: {traces} lacks {', '.join(m + '.down' for m in missing)} "
-              "(give --traces DIR)", file=sys.stderr)  # fmt: skip
-        return 2
-    n = (1 if args.quick else len(ev.TRACES) * 2) * len(ev.SCHEMES)
-    res = ev.run_all(traces, args.quick, _counter(n))
-    data = {"claims": ev.claims(res), **res}
+    res = _stored(args)
+    if res is None:
+        traces = Path(args.traces)
+        missing = [t for t in ev.TRACES[: 1 if args.quick else None]
+                   if not (traces / f"{t}.down").is_file()]  # fmt: skip
+        if missing:
+            print(f"octoric eval sec23: {traces} lacks {', '.join(m + '.down' for m in missing)} "
+                  "(give --traces DIR)", file=sys.stderr)  # fmt: skip
+            return 2
+        n = (1 if args.quick else len(ev.TRACES) * ev.SEEDS) * (
+            len(ev.SCHEMES) + len(ev.CASE1_SCHEMES)
+        )
+        res = ev.run_all(traces, args.quick, _counter(n))
+    res = {k: v for k, v in res.items() if k != "claims"}
+    data = {"claims": [c.to_json() for c in ev.claims(res)], **res}
     return _write_report(Path(args.out), lambda png: ev.markdown(res, png), data,
-                         lambda png: ev.plot(res, png))  # fmt: skip
+                         None if args.from_json else lambda png: ev.plot(res, png))  # fmt: skip
 
 
 def _cmd_ton22(args: argparse.Namespace) -> int:
     from octoric.experiments import ton22_eval as ev
 
-    seeds = 1 if args.quick else 3
-    n = (1 if args.quick else len(ev.MOBILITY)) * seeds * len(ev.SCHEMES)
-    n += seeds * 2 * len(ev.ABR_RULES)  # DASH and DASH-H per ABR rule, on HSR
-    res = ev.run_all(args.quick, _counter(n))
-    data = {"claims": ev.claims(res), **res}
+    res = _stored(args)
+    if res is None:
+        seeds = 1 if args.quick else ev.SEEDS
+        n = (1 if args.quick else len(ev.MOBILITY)) * seeds * len(ev.SCHEMES)
+        n += seeds * 2 * len(ev.ABR_RULES)  # DASH and DASH-H per ABR rule, on HSR
+        res = ev.run_all(args.quick, _counter(n))
+    res = {k: v for k, v in res.items() if k != "claims"}
+    data = {"claims": [c.to_json() for c in ev.claims(res)], **res}
     return _write_report(Path(args.out), lambda png: ev.markdown(res, png), data,
-                         lambda png: ev.plot(res, png))  # fmt: skip
+                         None if args.from_json else lambda png: ev.plot(res, png))  # fmt: skip

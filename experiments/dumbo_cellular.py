@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from octoric.experiments.claims import claim_row, claims_table, diff_row
+from octoric.experiments.claims import RULE_MD, ClaimResult, claims_table, diff, judge, ratio
 from octoric.experiments.grid import Runs, run_grid
 from octoric.sim.engine import Engine
 from octoric.sim.scenario import ChannelSpec, FlowSpec, Scenario, UeSpec
@@ -34,6 +34,7 @@ SCHEMES = ("gcc-noprobe", "gcc", "copa+dumbo", "rocc+dumbo")
 DUMBO = ("copa+dumbo", "rocc+dumbo")
 ONE_WAY_MS = 25.0
 DURATION_S = 120.0
+SEEDS = 5  # issue #46: at least 5 seeds wherever a paper's number is compared
 
 
 def find_traces(trace_dir: Path) -> list[str]:
@@ -67,7 +68,7 @@ def run_one(trace_dir: Path, trace: str, scheme: str, seed: int, duration_s: flo
 def run_all(trace_dir: Path, quick: bool, encoder_lag_ms: float,
             progress: Callable[[str], None] | None = None) -> dict[str, Any]:  # fmt: skip
     traces = find_traces(trace_dir)[: 1 if quick else None]
-    seeds = 1 if quick else 2
+    seeds = 1 if quick else SEEDS
     duration = 20.0 if quick else DURATION_S
     runs = run_grid(
         traces, SCHEMES, seeds,
@@ -77,51 +78,57 @@ def run_all(trace_dir: Path, quick: bool, encoder_lag_ms: float,
     return {"runs": runs, "seeds": seeds, "duration_s": duration, "traces": traces}
 
 
-def _dumbo_vs(runs: Runs, base: str, key: str) -> list[tuple[float, float]]:
-    """Per trace and seed: (the Dumbo schemes' mean, the baseline's) of ``key``."""
+def _dumbo_vs(runs: Runs, base: str, key: str) -> list[tuple[int, float, float]]:
+    """Per trace and seed: (seed, the Dumbo schemes' mean, the baseline's) of ``key``."""
     out = []
     for by in runs.values():
         for i, g in enumerate(by[base]):
-            out.append((statistics.fmean(by[s][i][key] for s in DUMBO), g[key]))
+            out.append((i + 1, statistics.fmean(by[s][i][key] for s in DUMBO), g[key]))
     return out
 
 
-# The thesis's figures against each GCC: without probing (Figs. 6-29, 6-33) and with
-# WebRTC's probing enabled (Figs. 6-37, 6-41), as (PSNR, SSIM dB, frame latency ms) gains and
-# (bitrate, utilization, network delay) ratios, with GCC's own values for the paper column
+# The thesis's figures against each GCC (shared/papers/dumbo-thesis-2023-backlogged-video-cc.txt):
+# without probing (Figs. 6-29, 6-33, line 650) and with WebRTC's probing enabled (Figs. 6-37,
+# 6-41, line 698), as (PSNR, SSIM dB, frame latency ms) gains and (bitrate, utilization, network
+# delay) ratios, with GCC's own values for the paper column
 BASELINES = {
-    "gcc-noprobe": ("GCC's (no probing; Figs. 6-29, 6-33)", (1.5, 1.6, -100.0),
+    "gcc-noprobe": ("GCC's (no probing)", "Figs. 6-29/6-33, line 650", (1.5, 1.6, -100.0),
                     (1.16, 1.32, 0.25), (39.41, 12.82, 873, 2706, 47.05, 214)),
-    "gcc": ("GCC's (with probing; Figs. 6-37, 6-41)", (0.47, 0.41, -72.0),
+    "gcc": ("GCC's (with probing)", "Figs. 6-37/6-41, line 698", (0.47, 0.41, -72.0),
             (1.30, 1.28, 0.2), (40.41, 14.04, 853, 2428, 48.59, 248)),
 }  # fmt: skip
 
 
-def claims(res: dict[str, Any]) -> list[dict[str, Any]]:
+def claims(res: dict[str, Any]) -> list[ClaimResult]:
     runs = res["runs"]
     rows = []
-    for base, (name, gains, ratios_, g) in BASELINES.items():
+    for base, (name, where, gains, ratios_, g) in BASELINES.items():
 
-        def diffs(key: str, base: str = base) -> list[float]:
-            return [d - b for d, b in _dumbo_vs(runs, base, key)]
+        def diffs(key: str, base: str = base) -> list[tuple[int, float]]:
+            return [(s, d - b) for s, d, b in _dumbo_vs(runs, base, key)]
 
-        def ratios(key: str, base: str = base) -> list[float]:
-            return [d / b if b else math.inf for d, b in _dumbo_vs(runs, base, key)]
+        def ratios(key: str, base: str = base) -> list[tuple[int, float]]:
+            return [(s, d / b if b else math.inf) for s, d, b in _dumbo_vs(runs, base, key)]
 
         rows += [
-            diff_row(f"Dumbo schemes' PSNR is higher than {name}",
-                     f"{gains[0]:+g} dB (GCC {g[0]})", diffs("psnr_db"), gains[0], "dB"),
-            diff_row(f"Dumbo schemes' SSIM is higher than {name}",
-                     f"{gains[1]:+g} dB (GCC {g[1]})", diffs("ssim_db"), gains[1], "dB"),
-            diff_row(f"Dumbo schemes' frame latency is lower than {name}",
-                     f"{gains[2]:+g} ms (GCC {g[2]})", diffs("frame_latency_ms"), gains[2], "ms"),
-            claim_row(f"Dumbo schemes' video bitrate is higher than {name}",
-                      f"{ratios_[0]}x (GCC {g[3]} kbit/s)", ratios("video_kbps"), ratios_[0]),
-            claim_row(f"Dumbo schemes' utilization is higher than {name}",
-                      f"{ratios_[1]}x (GCC {g[4]} %)", ratios("utilization"), ratios_[1]),
-            claim_row(f"Dumbo schemes' network (queuing) delay is lower than {name}",
-                      f"{ratios_[2]}x ({1 / ratios_[2]:g}x lower; GCC {g[5]} ms)",
-                      ratios("network_delay_ms"), ratios_[2]),
+            judge(f"Dumbo schemes' PSNR is higher than {name}",
+                  diff(gains[0], None, "dB", f"{gains[0]:+g} dB (GCC {g[0]}; {where})"),
+                  diffs("psnr_db")),
+            judge(f"Dumbo schemes' SSIM is higher than {name}",
+                  diff(gains[1], None, "dB", f"{gains[1]:+g} dB (GCC {g[1]}; {where})"),
+                  diffs("ssim_db")),
+            judge(f"Dumbo schemes' frame latency is lower than {name}",
+                  diff(gains[2], None, "ms", f"{gains[2]:+g} ms (GCC {g[2]}; {where})"),
+                  diffs("frame_latency_ms")),
+            judge(f"Dumbo schemes' video bitrate is higher than {name}",
+                  ratio(ratios_[0], ref=f"{ratios_[0]}x (GCC {g[3]} kbit/s; {where})"),
+                  ratios("video_kbps")),
+            judge(f"Dumbo schemes' utilization is higher than {name}",
+                  ratio(ratios_[1], ref=f"{ratios_[1]}x (GCC {g[4]} %; {where})"),
+                  ratios("utilization")),
+            judge(f"Dumbo schemes' network (queuing) delay is lower than {name}",
+                  ratio(ratios_[2], ref=f"{ratios_[2]}x ({1 / ratios_[2]:g}x lower; GCC {g[5]} "
+                        f"ms; {where})"), ratios("network_delay_ms")),
         ]  # fmt: skip
     return rows
 
@@ -135,8 +142,9 @@ def markdown(res: dict[str, Any]) -> list[str]:
         f"({', '.join(res['traces'])}), {res['seeds']} seed(s), {res['duration_s']:g} s per run; "
         "Dumbo schemes = the mean of Copa+Dumbo and RoCC+Dumbo, per trace and seed. PSNR and "
         "SSIM come from the simulator's rate -> quality curve measured with libx264 "
-        "(docs/sim.md, \"Picture quality\"), not from decoded pixels; differences in dB "
-        "(measured: mean and min-max of the per-run difference).",
+        "(docs/sim.md, \"Picture quality\"), not from decoded pixels. Measured: per run (trace "
+        "and seed), the difference (dB, ms) or ratio; the interval is over the seeds' means "
+        "across the traces. " + RULE_MD,
         "",
         *claims_table(claims(res)),
         "",

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from octoric.experiments.claims import claim_row
+from octoric.experiments.claims import RULE_MD, ClaimResult, claims_table, judge, ratio
 from octoric.sim.engine import Engine
 from octoric.sim.scenario import ChannelSpec, FlowSpec, Scenario, UeSpec
 from octoric.sim.video import WiredPathConfig
@@ -83,6 +83,7 @@ DOWNLOAD_SCHEMES = ("cubic", "morc")
 FILE_MB = 50.0
 DOWNLOAD_CAP_S = 60.0
 DOWNLOAD_SEEDS = 5
+TABLE1_SEEDS = 5  # issue #46: at least 5 seeds wherever a paper's number is compared
 PAPER_TOTAL = {"cubic": 79, "bbr": 71}  # Table 1, "total average across all test profiles"
 
 
@@ -129,50 +130,67 @@ def run_downloads(quick: bool, progress: Callable[[str], None] | None = None
     return rows
 
 
-def download_claims(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def download_claims(rows: list[dict[str, Any]]) -> list[ClaimResult]:
     """MORC's download time against CUBIC's, per seed (the ratio CUBIC / MORC)."""
     return [
-        claim_row(f"MORC downloads 50 MB faster than CUBIC ({r['profile']}; Fig. 4)",
-                  f"{r['paper_speedup']}x (mean download time, CUBIC / MORC)",
-                  [c / m for c, m in zip(r["cubic"], r["morc"], strict=True)],
-                  r["paper_speedup"])
+        judge(f"MORC downloads 50 MB faster than CUBIC ({r['profile']}; Fig. 4)",
+              ratio(r["paper_speedup"], ref=f"{r['paper_speedup']}x (mean download time, CUBIC / "
+                    "MORC; Fig. 4, line 188)"),
+              [(i + 1, c / m) for i, (c, m) in enumerate(zip(r["cubic"], r["morc"], strict=True))])
         for r in rows
     ]  # fmt: skip
 
 
-def run_all(quick: bool, duration_s: float, seed: int = 1,
+def run_all(quick: bool, duration_s: float, seeds: int = 1,
             progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Table 1's profiles, each scheme on seeds 1..``seeds``: ``row[scheme]`` the mean
+    utilization (%), ``row[f"{scheme}_seeds"]`` each seed's."""
     rows = []
     for i, p in enumerate(PROFILES):
         if quick and i not in QUICK:
             continue
         row: dict[str, Any] = {"profile": p.name, "paper": dict(zip(SCHEMES, p.paper, strict=True))}
         for s in SCHEMES:
-            if progress:
-                progress(f"{p.name} {s}")
-            row[s] = round(100 * run_one(p, s, duration_s, seed), 1)
+            per = []
+            for seed in range(1, seeds + 1):
+                if progress:
+                    progress(f"{p.name} {s} seed {seed}")
+                per.append(round(100 * run_one(p, s, duration_s, seed), 1))
+            row[s], row[f"{s}_seeds"] = round(statistics.fmean(per), 1), per
         rows.append(row)
     return rows
 
 
-def claims(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """MORC's mean utilization against each other scheme's (one ratio: one seed)."""
-    mean = {s: statistics.fmean(r[s] for r in rows) for s in SCHEMES}
+def claims(rows: list[dict[str, Any]]) -> list[ClaimResult]:
+    """MORC's mean utilization over the profiles against each other scheme's, one value per seed
+    (``row[scheme]``: one seed's utilization; ``row[f"{scheme}_seeds"]``, when present, every
+    seed's)."""
     paper = {s: statistics.fmean(r["paper"][s] for r in rows) for s in SCHEMES}
+    per_seed = {s: _per_seed_means(rows, s) for s in SCHEMES}
     out = []
     for other in ("cubic", "bbr"):
         wins = sum(r["morc"] >= r[other] for r in rows)
-        row = claim_row(
+        mo, ot = statistics.fmean(r["morc"] for r in rows), statistics.fmean(r[other] for r in rows)
+        out.append(judge(
             f"MORC's mean utilization is higher than {other.upper()}'s",
-            f"89 % vs {PAPER_TOTAL[other]} % (Table 1's total; its listed rows: "
-            f"{paper['morc']:.0f} vs {paper[other]:.0f})",
-            [mean["morc"] / mean[other]],
-            89 / PAPER_TOTAL[other],
-        )
-        row["measured"] = (f"{mean['morc']:.0f} % vs {mean[other]:.0f} % (MORC at least as "
-                           f"high in {wins} of {len(rows)} profiles)")  # fmt: skip
-        out.append(row)
+            ratio(89 / PAPER_TOTAL[other], ref=f"89 % vs {PAPER_TOTAL[other]} % (Table 1's total, "
+                  f"line 221; its listed rows: {paper['morc']:.0f} vs {paper[other]:.0f})"),
+            [(i + 1, m / o) for i, (m, o) in enumerate(zip(per_seed["morc"], per_seed[other],
+                                                           strict=True))],
+            note=f"{mo:.0f} % vs {ot:.0f} %, MORC at least as high in {wins} of {len(rows)} "
+            "profiles",
+        ))  # fmt: skip
     return out
+
+
+def _seeds(rows: list[dict[str, Any]]) -> int:
+    return len(rows[0].get("morc_seeds", [0])) if rows else 0
+
+
+def _per_seed_means(rows: list[dict[str, Any]], scheme: str) -> list[float]:
+    """The mean utilization over the profiles, per seed."""
+    seeds = [r.get(f"{scheme}_seeds", [r[scheme]]) for r in rows]
+    return [statistics.fmean(s[i] for s in seeds) for i in range(len(seeds[0]))]
 
 
 def markdown(rows: list[dict[str, Any]], duration_s: float, plot: str | None,
@@ -182,17 +200,13 @@ def markdown(rows: list[dict[str, Any]], duration_s: float, plot: str | None,
         "and download times, in the simulator",
         "",
         "Written by `octoric eval morc` (experiments/morc_eval.py, whose docstring gives the "
-        f"setup); Table 1: {duration_s:g} s per run, seed 1; Fig. 4: "
+        f"setup); Table 1: {duration_s:g} s per run, {_seeds(rows)} seed(s); Fig. 4: "
         f"{len(downloads[0]['cubic']) if downloads else 0} seed(s) per profile.",
         "",
-        "| claim | paper | measured | verdict |",
-        "|---|---|---|---|",
+        RULE_MD,
+        "",
+        *claims_table(claims(rows) + download_claims(downloads or [])),
     ]
-    for c in claims(rows):
-        lines.append(f"| {c['claim']} | {c['paper']} | {c['measured']} | {c['verdict']} |")
-    for c in download_claims(downloads or []):
-        lines.append(f"| {c['claim']} | {c['paper']} | {c['measured_mean']}x "
-                     f"({c['measured_min']}-{c['measured_max']}) | {c['verdict']} |")  # fmt: skip
     lines += ["", "| profile (bandwidth, RTT, loss) | CUBIC | MORC | BBR | "
               "paper: CUBIC / MORC / BBR |", "|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
