@@ -340,10 +340,18 @@ class LiveChecks:
         self._sampler = asyncio.create_task(self._sample_every_second())
         actions: list[tuple[float, Callable[[], Awaitable[None]]]] = [(40.0, self._try_handover)]
         keys = self._ue_keys()
-        if self.injector is not None and self.video_rnti in keys:
+        roles = ue_roles(self.gnb.test_ues(), self.video_rnti)
+        video_alone = bool(roles.get(f"{self.video_rnti or 0:#06x}", {}).get("alone"))
+        if self.injector is not None and self.video_rnti in keys and not video_alone:
             self.octopus = OctopusScenario(self, keys[self.video_rnti])
             actions += self.octopus.actions()
         else:
+            if video_alone:
+                # 1.5x OCC's target fits a cell of its own: the phases would judge nothing
+                self.observations.append(Observation(
+                    "octopus phases", "not run: the video UE has a cell of its own (--cells "
+                    f"{len(self.gnb.cells)}), where 1.5x OCC's target still fits and no queue "
+                    "forms; the default layout (2 cells x 2 UEs) runs them"))  # fmt: skip
             actions.append((20.0, self._try_policy))
         actions.sort(key=lambda a: a[0])
         assert self.ctx is not None
