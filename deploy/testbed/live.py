@@ -230,19 +230,28 @@ class LiveChecks:
         )
 
     @staticmethod
-    async def _read_final(x: XappComponent, attempts: int = 5, timeout: float = 5.0) -> bool:
+    async def _read_final(x: XappComponent, attempts: int = 40, timeout: float = 5.0) -> bool:
         """Reads the xApp's status once more, after the gNB stopped: its counters are compared
         with the gNB's pcaps, so a stale status (the 1 s poll can time out on a loaded machine)
         would count the indications of its last seconds as lost. False if it never answered."""
+        got, last, deadline = False, -1, time.monotonic() + DRAIN_WAIT_S
         for i in range(attempts):
             try:
                 x.last_status = await asyncio.to_thread(_get_json, x.status_url, timeout)
-                return True
+                got = True
+                # a loaded machine leaves the xApp seconds behind the gNB: its count is final
+                # once it stops growing (what is still queued was not lost)
+                n = int(x.last_status.get("counters", {}).get("indications", 0))
+                if n == last or time.monotonic() > deadline:
+                    return True
+                last = n
             except (OSError, ValueError) as e:
                 log.warning("final status of %s unreadable (try %d/%d): %s", x.name, i + 1,
                             attempts, e)  # fmt: skip
-                await asyncio.sleep(1.0)
-        return False
+                if time.monotonic() > deadline:
+                    break
+            await asyncio.sleep(1.0)
+        return got
 
     def _e2term_counters(self) -> dict[str, float]:
         """e2term's forwarding counters (its /metrics): with OCC's RMR counters they say where an
@@ -586,6 +595,7 @@ def _du_instances(occ_status: dict[str, Any], du_meid: str) -> set[int]:
     }  # fmt: skip
 
 
+DRAIN_WAIT_S = 30.0  # at most this long for the OCC xApp's count to stop growing at the end
 # e2term's counters that tell a loss on the way to the xApps (octoric_e2term_<name>)
 _E2TERM_KEYS = ("indications", "sent", "send_failures", "waited", "gave_up")
 

@@ -318,17 +318,49 @@ class OctopusScenario:
             # the verdict is the buffer: without a dropper the overshoot's excess queues (it fits
             # the RLC queue, so nothing is lost there); the delivered share is shown, not judged
             # (srsRAN's per-second bitrate over a 15 s window is too coarse to tell 0.87 from 1)
-            ok = peak > 3 * peak_with > 0
+            queued = peak > 3 * peak_with > 0
+            # ... or, directly, the dropper's counters: cumulative over the bearer's life, and
+            # reported in the ACK of the control that switches it on, so the first ACK after
+            # the policy came back tells what it dropped while deleted (PF gives a video UE that
+            # sent little a large share of its cell, so the overshoot may fit and queue nothing)
+            before, after = self._counters_around_delete(acks, at)
+            kept = before is not None and after == before
             measured = bool(f.get("metrics_windows")) and bool(g.get("metrics_windows"))
-            if not measured:
+            if not measured and before is None:
                 add("overshoot_without_policy", "not measured: the gNB's JSON metrics (its buffer "
                     "report) stopped before this phase", False, measured=False)  # fmt: skip
                 return out
+            b_txt = asdict(before) if before is not None else None
+            a_txt = asdict(after) if after is not None else None
+            drops = (f"the dropper's counters stayed at {b_txt} from before DELETE to the "
+                     "policy's return" if kept else
+                     f"the dropper's counters went from {b_txt} before DELETE to {a_txt} when "
+                     "the policy came back")  # fmt: skip
             add("overshoot_without_policy", f"{OVERSHOOT}x OCC's target for {OVERSHOOT_S:.0f} s "
-                f"with no policy: the gNB delivered {share} of the injected bytes (with the "
-                f"policy {share_with}); its buffer (dl_bs) peaked at {peak / 1e3:.0f} kB (with "
-                f"the policy {peak_with / 1e3:.0f} kB)", ok)  # fmt: skip
+                f"with no policy: {drops}; the gNB delivered {share} of the injected bytes (with "
+                f"the policy {share_with}); its buffer (dl_bs) peaked at {peak / 1e3:.0f} kB "
+                f"(with the policy {peak_with / 1e3:.0f} kB)", kept or queued,
+                counters_kept=kept, queued=queued)  # fmt: skip
         return out
+
+    def _counters_around_delete(
+        self, acks: list[tuple[float, DropCounters]], at: Any
+    ) -> tuple[DropCounters | None, DropCounters | None]:
+        """The gNB's counters last reported before DELETE, and in its first ACK after the policy
+        came back (same gNB start), or None where that ACK is missing."""
+        if "delete" not in self.windows or "policy_again" not in self.windows:
+            return None, None
+        t_del, t_back = self.windows["delete"][0], self.windows["policy_again"][0]
+        if self.restart_at is not None and t_del < self.restart_at <= t_back:
+            return None, None
+        after = [
+            c
+            for ts, c in acks
+            if ts >= t_back
+            and (self.restart_at is None or ts < self.restart_at or t_back >= self.restart_at)
+        ]
+        before = at(t_del)
+        return (before if before != ZERO else None), (after[0] if after else None)
 
 
 def _target_drops(status: dict[str, Any], ue: int) -> DropCounters | None:

@@ -280,6 +280,43 @@ def test_octopus_counters_the_gnb_never_reported_fail_the_check(tmp_path: Path) 
     assert verdicts2["overshoot_with_policy"] is False
 
 
+def _delete_phases(s: object, peak_without: float) -> None:
+    t0 = 1700000000.0
+    s.windows.update(
+        {
+            "delete": (t0 + 3.5, t0 + 4),
+            "overshoot_without_policy": (t0 + 4.5, t0 + 6),
+            "policy_again": (t0 + 6.5, t0 + 7),
+        }
+    )  # type: ignore[attr-defined]
+    s.facts.update({  # type: ignore[attr-defined]
+        "overshoot_without_policy": {"dl_bs_peak_bytes": peak_without, "delivered_share": 1.0,
+                                     "metrics_windows": 5},
+        "overshoot_with_policy": {"dl_bs_peak_bytes": 1000.0, "delivered_share": 0.5,
+                                  "metrics_windows": 5},
+        "delete": {"a1_status": 202, "state": "removed"},
+        "policy_again": {"a1_status": 202, "state": "enforced"},
+    })  # fmt: skip
+
+
+def test_delete_stops_the_drops_by_the_droppers_own_counters(tmp_path: Path) -> None:
+    """The dropper's counters are cumulative and come in the ACK that switches it on: the first
+    ACK after the policy's return equal to the last before DELETE is "no drop while deleted",
+    even when the overshoot fitted the cell and queued nothing (PF, live run 06:21)."""
+    s = _scenario(tmp_path, [(1, (0, 0, 0, 0)), (2, (5, 500, 2, 0)), (7, (5, 500, 2, 0))])
+    _delete_phases(s, peak_without=900.0)  # no queue without the policy
+    v = {p: (ok, o, f) for p, o, ok, f in s.judge()}  # type: ignore[attr-defined]
+    ok, outcome, facts = v["overshoot_without_policy"]
+    assert ok and facts["counters_kept"] and not facts["queued"], outcome
+    assert "stayed at" in outcome
+    # drops while deleted (the counters grew) and no queue either: not met
+    s2 = _scenario(tmp_path, [(1, (0, 0, 0, 0)), (2, (5, 500, 2, 0)), (7, (8, 800, 3, 0))])
+    _delete_phases(s2, peak_without=900.0)
+    v2 = {p: (ok, o) for p, o, ok, _f in s2.judge()}  # type: ignore[attr-defined]
+    assert v2["overshoot_without_policy"][0] is False
+    assert "went from" in v2["overshoot_without_policy"][1]
+
+
 def test_injector_overshoot_is_bounded_in_time() -> None:
     from octoric.deploy.testbed.injector import Injector
 
