@@ -31,6 +31,9 @@ class TargetState:
     reason: str | None = None
     drops: DropCounters | None = None
     answered: bool = False  # some answer (ACK or failure) came since the policy was set
+    # a control switching the dropper on went out: whatever its answer (a timeout too), the
+    # gNB may have it on, so a DELETE must switch it off
+    switched_on: bool = False
 
 
 @dataclass

@@ -200,13 +200,17 @@ class OctopusXapp:
             if p is None:
                 self._a1_reply(pid, "DELETED", None)
                 return
-            if p.refused or not any(s.state == ENFORCED for s in p.targets.values()):
+            # every target a control switched on, not only those ENFORCED now: one whose last
+            # control timed out (NOT_ENFORCED) may still be on at the gNB; a live srsRAN gNB
+            # kept dropping after such a DELETE (docs/testbed.md)
+            on = {t for t, s in p.targets.items() if s.switched_on or s.state == ENFORCED}
+            if p.refused or not on:
                 del self.policies[pid]
                 self._forget(pid)
                 self._a1_reply(pid, "DELETED", None)
                 return
             p.deleting = True
-            p.targets = {t: TargetState() for t, s in p.targets.items() if s.state == ENFORCED}
+            p.targets = {t: TargetState() for t in on}
             self._persist(p)
         self._wake.set()
 
@@ -264,6 +268,9 @@ class OctopusXapp:
             ack_request="ack",
         )  # fmt: skip
         key = "" if forget else pid
+        state = self.policies[pid].targets.get(t)
+        if enable and state is not None:
+            state.switched_on = True
         self._inflight[instance] = (key, t, enable, time.monotonic())
         if self.shell.send(mt.RIC_CONTROL_REQ, e2ap.encode_e2ap(req), meid=t.meid):
             self.controls["sent"] += 1
@@ -291,7 +298,12 @@ class OctopusXapp:
             if entry is None:
                 self.controls["late_or_unknown"] += 1
                 return
-            pid, t, _, _ = entry
+            pid, t, enabling, _ = entry
+            if self._switching_on_a_deleted(pid, enabling):
+                # an answer to the switch-on sent before DELETE: not the switch-off it waits for
+                acked = isinstance(pdu, e2ap.RicControlAcknowledge)
+                self.controls["acked" if acked else "failed"] += 1
+                return
             if isinstance(pdu, e2ap.RicControlFailure):
                 self.controls["failed"] += 1
                 c = pdu.cause
@@ -323,6 +335,10 @@ class OctopusXapp:
             else:
                 self.counters["status_unsent"] += 1
 
+    def _switching_on_a_deleted(self, pid: str, enabling: bool) -> bool:
+        p = self.policies.get(pid)
+        return enabling and p is not None and p.deleting
+
     def _finish_delete(self, pid: str) -> None:
         p = self.policies.get(pid)
         if p is None or not p.deleting:
@@ -347,11 +363,11 @@ class OctopusXapp:
         now = time.monotonic()
         touched: set[str] = set()
         with self._lock:
-            for inst, (pid, t, _, sent) in list(self._inflight.items()):
+            for inst, (pid, t, enabling, sent) in list(self._inflight.items()):
                 if now - sent > self.cfg.control_timeout_s:
                     del self._inflight[inst]
                     self.controls["timeout"] += 1
-                    if pid:
+                    if pid and not self._switching_on_a_deleted(pid, enabling):
                         why = f"no answer from {t.meid} within {self.cfg.control_timeout_s:g} s"
                         self._set(pid, t, NOT_ENFORCED, why)
                         self._finish_delete(pid)
