@@ -319,12 +319,13 @@ class OctopusScenario:
             # the RLC queue, so nothing is lost there); the delivered share is shown, not judged
             # (srsRAN's per-second bitrate over a 15 s window is too coarse to tell 0.87 from 1)
             queued = peak > 3 * peak_with > 0
-            # ... or, directly, the dropper's counters: cumulative over the bearer's life, and
-            # reported in the ACK of the control that switches it on, so the first ACK after
-            # the policy came back tells what it dropped while deleted (PF gives a video UE that
-            # sent little a large share of its cell, so the overshoot may fit and queue nothing)
+            # ... or, directly, the dropper's counters, reported in the ACK of the control that
+            # switches it on: a dropper switched off at DELETE comes back counting from 0, one
+            # left on would count on from before (a live run did, 7,523 -> 14,451 packets, until
+            # the xApp's DELETE was fixed). PF gives a video UE that sent little a large share
+            # of its cell, so the overshoot may fit and queue nothing: the counters still tell.
             before, after = self._counters_around_delete(acks, at)
-            kept = before is not None and after == before
+            kept = before is not None and after is not None and after in (ZERO, before)
             measured = bool(f.get("metrics_windows")) and bool(g.get("metrics_windows"))
             if not measured and before is None:
                 add("overshoot_without_policy", "not measured: the gNB's JSON metrics (its buffer "
@@ -332,10 +333,12 @@ class OctopusScenario:
                 return out
             b_txt = asdict(before) if before is not None else None
             a_txt = asdict(after) if after is not None else None
-            drops = (f"the dropper's counters stayed at {b_txt} from before DELETE to the "
-                     "policy's return" if kept else
+            drops = ("the dropper was off from DELETE to the policy's return (its counters "
+                     f"went from {b_txt} to 0)" if kept and after == ZERO else
+                     f"the dropper dropped nothing from DELETE to the policy's return (its "
+                     f"counters stayed at {b_txt})" if kept else
                      f"the dropper's counters went from {b_txt} before DELETE to {a_txt} when "
-                     "the policy came back")  # fmt: skip
+                     "the policy came back: it dropped while deleted")  # fmt: skip
             add("overshoot_without_policy", f"{OVERSHOOT}x OCC's target for {OVERSHOOT_S:.0f} s "
                 f"with no policy: {drops}; the gNB delivered {share} of the injected bytes (with "
                 f"the policy {share_with}); its buffer (dl_bs) peaked at {peak / 1e3:.0f} kB "

@@ -300,15 +300,21 @@ def _delete_phases(s: object, peak_without: float) -> None:
 
 
 def test_delete_stops_the_drops_by_the_droppers_own_counters(tmp_path: Path) -> None:
-    """The dropper's counters are cumulative and come in the ACK that switches it on: the first
-    ACK after the policy's return equal to the last before DELETE is "no drop while deleted",
-    even when the overshoot fitted the cell and queued nothing (PF, live run 06:21)."""
+    """The dropper's counters come in the ACK that switches it on: the first ACK after the
+    policy's return at 0 (switched off at DELETE, a fresh dropper) or equal to the last before
+    DELETE (nothing dropped) is "no drop while deleted", even when the overshoot fitted the
+    cell and queued nothing (PF, live run 06:21); grown counters are drops while deleted."""
     s = _scenario(tmp_path, [(1, (0, 0, 0, 0)), (2, (5, 500, 2, 0)), (7, (5, 500, 2, 0))])
     _delete_phases(s, peak_without=900.0)  # no queue without the policy
     v = {p: (ok, o, f) for p, o, ok, f in s.judge()}  # type: ignore[attr-defined]
     ok, outcome, facts = v["overshoot_without_policy"]
     assert ok and facts["counters_kept"] and not facts["queued"], outcome
     assert "stayed at" in outcome
+    # switched off at DELETE: the dropper comes back counting from 0 (what the live gNB does)
+    s0 = _scenario(tmp_path, [(1, (0, 0, 0, 0)), (2, (5, 500, 2, 0)), (7, (0, 0, 0, 0))])
+    _delete_phases(s0, peak_without=900.0)
+    v0 = {p: (ok, o) for p, o, ok, _f in s0.judge()}  # type: ignore[attr-defined]
+    assert v0["overshoot_without_policy"][0] and "was off" in v0["overshoot_without_policy"][1]
     # drops while deleted (the counters grew) and no queue either: not met
     s2 = _scenario(tmp_path, [(1, (0, 0, 0, 0)), (2, (5, 500, 2, 0)), (7, (8, 800, 3, 0))])
     _delete_phases(s2, peak_without=900.0)
