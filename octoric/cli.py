@@ -82,6 +82,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     )
 
 
+def _cmd_stop(args: argparse.Namespace) -> int:
+    from octoric import lifeline
+
+    return lifeline.stop_runs(args.run, list_only=args.list, out=sys.stdout)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="octoric",
@@ -105,6 +111,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help="check this machine: Python, Redis, librmr, SCTP, helm")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_doctor)
+
+    p = sub.add_parser(
+        "stop",
+        help="stop octoric runs (a live one cleanly, with its report; an orphaned one's processes)",
+        description="Finds every process an octoric run started (by the marker in its "
+        "environment), names them by run, and stops them: a run whose supervisor still runs "
+        "by SIGTERM (a clean stop that writes its report), the processes of one whose "
+        "supervisor is gone (kill -9, OOM) by SIGKILL. Linux only.",
+    )
+    p.add_argument("run", nargs="?", help="only this run: its run folder or supervisor pid")
+    p.add_argument("--list", action="store_true", help="only name the runs and their processes")
+    p.set_defaults(func=_cmd_stop)
 
     p = sub.add_parser("version", help="print the version")
     p.set_defaults(func=_cmd_version)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import re
 import shutil
 import socket
 import subprocess
@@ -35,6 +37,19 @@ def ping(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
+@functools.cache
+def _keeps_environment(binary: str) -> list[str]:
+    """``--set-proc-title no`` where redis-server knows it (6.2+): setting its process title
+    overwrites the environment /proc shows, and with it the run's marker that ``octoric stop``
+    and a later start find a run's processes by (octoric.lifeline)."""
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    m = re.search(r"v=(\d+)\.(\d+)", out.stdout)
+    return ["--set-proc-title", "no"] if m and (int(m[1]), int(m[2])) >= (6, 2) else []
+
+
 def server_argv(binary: str, host: str, port: int, data_dir: Path, persist: bool) -> list[str]:
     """A redis-server command line: loopback, no RDB snapshots; with ``persist`` an append-only
     file fsynced on every write, so a restarted server (same ``data_dir``) has every key back."""
@@ -48,6 +63,7 @@ def server_argv(binary: str, host: str, port: int, data_dir: Path, persist: bool
         "--dir", str(data_dir),
         "--logfile", str(data_dir / "redis.log"),
         "--protected-mode", "no",
+        *_keeps_environment(binary),
     ]  # fmt: skip
 
 

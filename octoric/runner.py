@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import signal
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from octoric import lifeline
 from octoric import log as octolog
 from octoric.config import RunConfig
 from octoric.errors import OctoricError
@@ -57,8 +59,12 @@ class RedisComponent:
         else:
             port = cfg.port or free_port(cfg.host)
             if ping(cfg.host, port):
+                holder = lifeline.describe_holder(port)
+                if holder is not None and holder[1]:  # an octoric run's: not a Redis to use
+                    raise OctoricError(f"port {port} (redis.port) is held by {holder[0]}")
+                by = f" ({holder[0]})" if holder is not None else ""
                 raise OctoricError(
-                    f"a Redis server already listens on {cfg.host}:{port}; use it with "
+                    f"a Redis server{by} already listens on {cfg.host}:{port}; use it with "
                     f"--set redis.external=true, or pick a free port with --set redis.port=0"
                 )
             data = ctx.run_dir / "redis"
@@ -132,9 +138,50 @@ def run(
     run_dir = Path(cfg.report_dir).absolute() / time.strftime("%Y%m%d-%H%M%S")
     run_dir.mkdir(parents=True, exist_ok=True)
     ctx = RunContext(config=cfg, run_dir=run_dir)
-    components: list[Component] = [RedisComponent(), *factory(ctx)]
-    log.info("run folder %s; components: %s", run_dir, ", ".join(c.name for c in components))
-    outcome = asyncio.run(Supervisor(ctx, components, live=live).run())
+    _end_earlier_runs(ctx.marker)
+    lifeline.write_record(run_dir)
+    # ends the run's processes if this one dies (kill -9, OOM), or whatever a stop left
+    ctx.watchdog = watchdog = lifeline.Watchdog(ctx.marker)
+
+    def after_supervisor(signum: int, frame: object) -> None:
+        # the supervisor's own handlers are in force while it runs; this one before (as
+        # usual: KeyboardInterrupt) and after it has stopped every process, while the report
+        # is written (a second or third Ctrl-C must not break that off)
+        if not ctx.stopping:
+            raise KeyboardInterrupt
+        log.warning("%s: the run has stopped, writing its report", signal.Signals(signum).name)
+
+    sigs = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, after_supervisor) for sig in sigs}
+    try:
+        components: list[Component] = [RedisComponent(), *factory(ctx)]
+        log.info("run folder %s; components: %s", run_dir, ", ".join(c.name for c in components))
+        outcome = asyncio.run(Supervisor(ctx, components, live=live).run())
+        watchdog.close()  # every process has stopped: none is left to end, the report is ours
+        return _finish(cfg, run_dir, outcome, after)
+    finally:
+        watchdog.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _end_earlier_runs(marker: str) -> None:
+    """An earlier run's processes whose supervisor is gone (kill -9, OOM) hold its ports: they
+    carry its marker, so they are provably octoric's; end them, naming them. A run still
+    supervised is named only (``octoric stop`` ends it)."""
+    for run in lifeline.find_runs(exclude=marker):
+        if run.supervisor_alive():
+            if run.is_octoric_run():
+                log.info("another octoric run is running (`octoric stop` ends it): %s",
+                         run.describe())  # fmt: skip
+            continue
+        log.warning("ending what an earlier run left: %s", run.describe())
+        lifeline.sweep(run.marker)
+
+
+def _finish(
+    cfg: RunConfig, run_dir: Path, outcome: RunOutcome, after: Callable[[Path], Path | None] | None
+) -> int:
     report = {"config": cfg.to_dict(), **outcome.report}
     report_path = run_dir / "report.json"
     report_path.write_text(json.dumps(report, indent=2, default=str))

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TextIO, runtime_checkable
 
+from octoric import lifeline
 from octoric.config import RunConfig
 from octoric.errors import OctoricError
 from octoric.spare import ACTIVATE, SPARE_FD_ENV
@@ -31,13 +32,36 @@ log = logging.getLogger("octoric.supervisor")
 
 @dataclass
 class RunContext:
-    """What components share during a run: the config, where Redis is, the run folder."""
+    """What components share during a run: the config, where Redis is, the run folder, the
+    marker every child process carries (``octoric.lifeline``), whether the run is stopping."""
 
     config: RunConfig
     run_dir: Path
     redis_host: str = "127.0.0.1"
     redis_port: int = 0
     started_at: float = field(default_factory=time.monotonic)
+    marker: str = field(default_factory=lifeline.new_marker)
+    stopping: bool = False  # set at the stop request: no child is started or restarted after
+    watchdog: lifeline.Watchdog | None = None  # the runner's; told of every child
+    children: list[asyncio.subprocess.Process] = field(default_factory=list, init=False)
+    _waits: set[asyncio.Task[None]] = field(default_factory=set, init=False, repr=False)
+
+    def track(self, proc: asyncio.subprocess.Process) -> None:
+        """A child process started (every one leads a session of its own)."""
+        self.children.append(proc)
+        if self.watchdog is not None:
+            self.watchdog.started(proc.pid)
+            task = asyncio.ensure_future(self._exited(proc, self.watchdog))
+            self._waits.add(task)
+            task.add_done_callback(self._waits.discard)
+
+    @staticmethod
+    async def _exited(proc: asyncio.subprocess.Process, watchdog: lifeline.Watchdog) -> None:
+        await proc.wait()
+        watchdog.exited(proc.pid)
+
+    def running_sessions(self) -> list[int]:
+        return [p.pid for p in self.children if p.returncode is None]
 
     def child_env(self) -> dict[str, str]:
         """Environment for child processes: SDL (ricxappframe's DBAAS_*) and log format."""
@@ -119,11 +143,17 @@ class ChildProcess:
 
     async def _exec(self, spare_fd: int | None = None) -> asyncio.subprocess.Process:
         assert self._ctx is not None and self.log_path is not None
+        if self._ctx.stopping:
+            raise OctoricError(f"{self.name}: not started, the run is stopping")
         env = dict(self.env or self._ctx.child_env())
         if spare_fd is not None:
             env[SPARE_FD_ENV] = str(spare_fd)
+        # the run's marker, inherited by the child's own children: what the watchdog, a
+        # later start and `octoric stop` find them by (octoric.lifeline)
+        env[lifeline.RUN_ENV] = self._ctx.marker
+        env[lifeline.RUN_DIR_ENV] = str(self._ctx.run_dir)
         with self.log_path.open("ab") as out:
-            return await asyncio.create_subprocess_exec(
+            proc = await asyncio.create_subprocess_exec(
                 *self.argv,
                 stdin=asyncio.subprocess.PIPE if self.stdin_pipe else asyncio.subprocess.DEVNULL,
                 stdout=out,
@@ -131,7 +161,12 @@ class ChildProcess:
                 env=env,
                 start_new_session=True,
                 pass_fds=() if spare_fd is None else (spare_fd,),
+                # SIGKILL when the supervisor dies, however it dies; forked from the event
+                # loop's thread, which lives until the run ends (PDEATHSIG follows the thread)
+                preexec_fn=lifeline.die_with_parent(),
             )
+        self._ctx.track(proc)
+        return proc
 
     async def send_line(self, line: str) -> None:
         """Write one command line to the live process's standard input (``stdin_pipe``)."""
@@ -186,7 +221,7 @@ class ChildProcess:
 
     async def _make_spare_later(self) -> None:
         await asyncio.sleep(self.spare_delay_s)
-        if not self._stopping and self._spare is None:
+        if not self._stopping and not self._halted() and self._spare is None:
             self._spare = await self._new_spare()
             log.info("%s: warm spare ready to start (pid %d)", self.name, self._spare[0].pid)
 
@@ -214,11 +249,16 @@ class ChildProcess:
         await self._spawn()
         self._watch = asyncio.create_task(self._watcher())
 
+    def _halted(self) -> bool:
+        """The run is stopping: a child that dies now is not restarted (it may have been
+        killed on purpose, by a second Ctrl-C)."""
+        return self._ctx is not None and self._ctx.stopping
+
     async def _watcher(self) -> None:
         while True:
             assert self.proc is not None
             rc = await self.proc.wait()
-            if self._stopping:
+            if self._stopping or self._halted():
                 return
             now = time.monotonic()
             while self._recent and now - self._recent[0] > self.restart_window_s:
@@ -238,7 +278,7 @@ class ChildProcess:
             )  # fmt: skip
             if len(self._recent) > 1:  # a repeat within the window: do not spin
                 await asyncio.sleep(self.backoff_s)
-            if self._stopping:
+            if self._stopping or self._halted():
                 return
             await self._spawn()
 
@@ -383,6 +423,13 @@ class RunOutcome:
         return not self.reason.startswith("failure")
 
 
+def _report(comp: Component) -> dict[str, Any]:
+    try:
+        return comp.report()
+    except Exception as e:  # e.g. one whose start a Ctrl-C interrupted: the others still count
+        return {"error": f"no report: {e}"}
+
+
 class Supervisor:
     def __init__(
         self,
@@ -396,12 +443,27 @@ class Supervisor:
         self.started: list[Component] = []
         self.status = StatusLine(stream or sys.stdout, live, ctx.config.status_interval)
         self._stop = asyncio.Event()
+        self._hurry = asyncio.Event()
         self._reason = ""
+        self._partial: Component | None = None  # the one that failed to start
 
     def request_stop(self, reason: str) -> None:
         if not self._stop.is_set():
             self._reason = reason
+            self.ctx.stopping = True
             self._stop.set()
+
+    def _on_signal(self, name: str) -> None:
+        if not self._stop.is_set():
+            self.request_stop(f"signal {name}")
+        elif not self._hurry.is_set():
+            # a second Ctrl-C: the user will not wait for clean stops; kill every process of
+            # the run now, let the stops that are left finish at once, still write the report
+            self._hurry.set()
+            killed = lifeline.kill_run(self.ctx.marker, self.ctx.running_sessions())
+            log.warning(
+                "%s again: killed the run's %d processes; finishing the stop", name, len(killed)
+            )
 
     def _line(self) -> list[str]:
         elapsed = time.monotonic() - self.ctx.started_at
@@ -409,25 +471,43 @@ class Supervisor:
         head = f"[octoric {elapsed:6.1f}s" + (f"/{dur:.0f}s]" if dur else "]") + " Ctrl-C stops"
         return [head, *(c.status() for c in self.started)]
 
+    async def _start(self, comp: Component) -> bool:
+        """Start ``comp``; False when it failed or a stop request came first (a start that
+        waits for health may take a minute: a Ctrl-C does not wait for it)."""
+        log.info("starting %s", comp.name)
+        task = asyncio.ensure_future(comp.start(self.ctx))
+        stop = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+            log.info("%s: start interrupted by the stop request", comp.name)
+            self.started.append(comp)  # stopped and reported with the others
+            return False
+        e = asyncio.CancelledError("cancelled") if task.cancelled() else task.exception()
+        if e is not None:
+            log.error("%s failed to start: %s", comp.name, e)
+            self.request_stop(f"failure: {comp.name} failed to start: {e}")
+            self._partial = comp  # it may have started child processes: _stop_all stops it
+            return False
+        self.started.append(comp)
+        return not self._stop.is_set()
+
     async def run(self) -> RunOutcome:
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, self.request_stop, f"signal {signal.Signals(sig).name}")
+        sigs = (signal.SIGINT, signal.SIGTERM)
+        # restored at the end, not the default: a caller may handle signals after the run
+        # (the runner keeps a second Ctrl-C from breaking off the report)
+        previous = {sig: signal.getsignal(sig) for sig in sigs}
+        for sig in sigs:
+            loop.add_signal_handler(sig, self._on_signal, signal.Signals(sig).name)
         try:
             for comp in self.components:
-                log.info("starting %s", comp.name)
-                try:
-                    await comp.start(self.ctx)
-                except Exception as e:
-                    log.error("%s failed to start: %s", comp.name, e)
-                    self.request_stop(f"failure: {comp.name} failed to start: {e}")
-                    try:  # it may have started parts of itself (child processes): stop them
-                        await asyncio.wait_for(comp.stop(), 20)
-                    except Exception as stop_error:
-                        log.error("cleaning up %s failed: %s", comp.name, stop_error)
-                    break
-                self.started.append(comp)
-                if self._stop.is_set():
+                if not await self._start(comp):
                     break
             duration = self.ctx.config.duration
             deadline = None if duration is None else self.ctx.started_at + duration
@@ -443,22 +523,50 @@ class Supervisor:
                     await asyncio.wait_for(self._stop.wait(), 0.1)
             self.status.show(self._line(), force=True)
         finally:
+            self.ctx.stopping = True
             self.status.close()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
-            await self._stop_all()
+            try:  # the signal handlers stay until every process is down: a second Ctrl-C hurries
+                await self._stop_all()
+                left = await asyncio.to_thread(
+                    lifeline.sweep, self.ctx.marker, self.ctx.running_sessions()
+                )
+                if left:  # e.g. a grandchild that left its process group
+                    log.warning("killed what the stops left: %s", ", ".join(map(str, left)))
+            finally:
+                for sig in sigs:
+                    loop.remove_signal_handler(sig)
+                    signal.signal(sig, previous[sig])
         seconds = time.monotonic() - self.ctx.started_at
         report = {
             "stopped_because": self._reason,
             "seconds": round(seconds, 3),
-            "components": {c.name: c.report() for c in self.started},
+            "components": {c.name: _report(c) for c in self.started},
         }
         return RunOutcome(self._reason, seconds, report)
 
+    async def _stop_one(self, comp: Component) -> None:
+        """``comp.stop()``, given 20 s; 2 s more once a second Ctrl-C came (its processes are
+        dead by then, so what is left of a stop is quick)."""
+        task = asyncio.ensure_future(comp.stop())
+        hurry = asyncio.ensure_future(self._hurry.wait())
+        try:
+            await asyncio.wait({task, hurry}, timeout=20, return_when=asyncio.FIRST_COMPLETED)
+            if not task.done() and self._hurry.is_set():
+                await asyncio.wait({task}, timeout=2)
+        finally:
+            hurry.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+            raise TimeoutError("it did not stop in time")
+        task.result()
+
     async def _stop_all(self) -> None:
-        for comp in reversed(self.started):
+        partial = [self._partial] if self._partial is not None else []
+        for comp in [*partial, *reversed(self.started)]:
             try:
-                await asyncio.wait_for(comp.stop(), 20)
+                await self._stop_one(comp)
                 log.info("stopped %s", comp.name)
             except Exception as e:  # one failing stop must not leave the others running
                 log.error("stopping %s failed: %s", comp.name, e)

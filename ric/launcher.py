@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from octoric import lifeline
 from octoric.config import RicConfig
 from octoric.contracts import auth
 from octoric.e2sm.transport import resolve
@@ -66,10 +67,15 @@ def busy_port_check(ric: RicConfig) -> None:
             try:
                 s.bind((ric.bind_address, port))
             except OSError as e:
+                holder = lifeline.describe_holder(port)
+                who = (
+                    f"held by {holder[0]}"
+                    if holder is not None
+                    else f"is another octoric running? `ss -ltnp 'sport = :{port}'` names the owner"
+                )
                 raise OctoricError(
                     f"port {port} ({what}) on {ric.bind_address} is in use ({e.strerror}): "
-                    f"is another octoric running? `ss -ltnp 'sport = :{port}'` names the "
-                    f"owner; choose another with --set {what.split()[0]}=PORT"
+                    f"{who}; choose another with --set {what.split()[0]}=PORT"
                 ) from None
 
 
