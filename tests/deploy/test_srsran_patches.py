@@ -157,8 +157,12 @@ def test_every_test_executable_of_the_series_is_built_and_run_by_build_sh() -> N
     # tests/unittests/mac/mac_metrics_test.cpp is part of srsRAN's mac_test; 0016:
     # tests/unittests/f1u/common/f1u_connector_test.cpp is f1u_local_connector_test; 0020:
     # tests/unittests/e2/e2_subscription_setup_test.cpp; 0021: rlc_bearer_metrics_collector_test)
-    extended = {"mac_test", "f1u_local_connector_test", "e2_subscription_setup_test",
-                "rlc_bearer_metrics_collector_test"}
+    extended = {
+        "mac_test",
+        "f1u_local_connector_test",
+        "e2_subscription_setup_test",
+        "rlc_bearer_metrics_collector_test",
+    }
     want = added | tested | extended
     assert want == targets, f"the series needs {sorted(want)}, build.sh builds {sorted(targets)}"
     regex = re.search(r"^readonly CTEST_REGEX='([^']*)'", script, re.M)
