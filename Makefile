@@ -19,7 +19,7 @@ help:
 	@echo "make test-all  every suite, slow and sanitizer ones included"
 	@echo "make bench     benchmarks; writes docs/benchmarks.md"
 	@echo "make eval      the five papers' reports: OCC (build/occ-eval/), Dumbo, MORC, ToN'22, SEC'23 (docs/eval-*.md)"
-	@echo "make charts    the xApps' Helm charts: lint, render, schema check, policy scan, descriptors"
+	@echo "make charts    the xApps' Helm charts: lint, render, schema check, policy scan, descriptors, NetworkPolicies"
 	@echo "make images    build the xApps' container images (docker or buildah; REGISTRY=, TAG=)"
 	@echo "make lint      ruff + mypy + the layers contract (import-linter) (+ clippy/rustfmt)"
 	@echo "make fmt       format Python and native code"
@@ -121,9 +121,11 @@ eval: setup $(RACA_TRACES)/.done
 	$(VENV)/bin/octoric eval sec23 --traces $(EVAL_TRACES) --out docs/eval-sec23.md
 
 # helm lint --strict, helm template x charts/ci values, strict schema check, checkov, descriptors
-# (installs helm, k8svalidate and checkov into build/tools on first use; docs/deploy.md)
+# (installs helm, k8svalidate and checkov into build/tools on first use; docs/deploy.md); then
+# the NetworkPolicies: every xApp port covered, only the RIC platform's pods admitted
 charts: setup
 	$(PY) -m octoric.deploy.charts
+	$(PY) -m pytest -q -p no:cacheprovider tests/deploy/test_chart_netpol.py
 
 # xApp images, where a builder exists (docker or buildah); REGISTRY/TAG name them
 REGISTRY ?= registry.local:5000

@@ -86,3 +86,18 @@ release: {{ .Release.Name }}
 {{- $_ := set $d "controls" (mergeOverwrite (deepCopy $d.controls) (deepCopy (.Values.controls | default dict))) -}}
 {{- toPrettyJson $d -}}
 {{- end -}}
+
+{{/* A NetworkPolicy peer: the pods of the platform namespace (first argument) whose `app`
+     label is one of the list (second argument). */}}
+{{- define "ricxapp.netpol.platform" -}}
+{{- $ns := index . 0 -}}
+{{- $apps := index . 1 | uniq -}}
+- namespaceSelector:
+    matchLabels:
+      kubernetes.io/metadata.name: {{ $ns | quote }}
+  podSelector:
+    matchExpressions:
+      - key: app
+        operator: In
+        values: {{ $apps | toJson }}
+{{- end -}}
