@@ -42,3 +42,10 @@ def request_json(
             return e.code, json.loads(raw) if raw else None
         except ValueError:
             return e.code, raw.decode(errors="replace")
+
+
+def request_text(url: str, headers: Mapping[str, str] | None = None, timeout_s: float = 5.0) -> str:
+    """The body of a GET as text (e.g. a Prometheus /metrics page); OSError when unreachable."""
+    req = urllib.request.Request(url, headers=dict(headers or {}))
+    with _OPENER.open(req, timeout=timeout_s) as r:
+        return str(r.read().decode())

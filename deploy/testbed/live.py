@@ -43,7 +43,7 @@ from octoric.deploy.testbed.gnb_metrics import GnbMetrics
 from octoric.deploy.testbed.injector import Injector
 from octoric.deploy.testbed.octopus_scenario import POLICY_ID, OctopusScenario, a1_policy
 from octoric.deploy.xapps_component import XappComponent, _get_json
-from octoric.rest_client import request_json
+from octoric.rest_client import request_json, request_text
 from octoric.supervisor import RunContext, cancel_task
 
 log = logging.getLogger("testbed.live")
@@ -260,7 +260,7 @@ class LiveChecks:
             return {}
         url = f"http://127.0.0.1:{self.ctx.config.ric.e2term_http_port}/metrics"
         try:
-            text = _get_text(url, auth.bearer(auth.token_from_env()))
+            text = request_text(url, auth.bearer(auth.token_from_env()))
         except OSError as e:
             log.warning("e2term's counters unreadable: %s", e)
             return {}
@@ -618,15 +618,6 @@ def e2term_counters(metrics_text: str) -> dict[str, float]:
             with contextlib.suppress(ValueError):
                 out[key] = float(value)
     return out
-
-
-def _get_text(url: str, headers: dict[str, str]) -> str:
-    import urllib.request
-
-    req = urllib.request.Request(url, headers=headers)
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with opener.open(req, timeout=5) as r:
-        return str(r.read().decode())
 
 
 def ue_roles(ues: list[ModeUe], video_rnti: int | None) -> dict[str, dict[str, Any]]:
