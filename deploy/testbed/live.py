@@ -36,6 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from redis.exceptions import RedisError
+
 from octoric.contracts import auth, ue_key
 from octoric.deploy.testbed import e2_capture
 from octoric.deploy.testbed.gnb import GnbComponent, ModeUe
@@ -118,6 +120,17 @@ class LiveChecks:
         self.metrics = GnbMetrics(self.gnb.ws_port, ctx.run_dir / "gnb-metrics.jsonl")
         self.metrics.start()
         self._task = asyncio.create_task(self._run())
+        self._task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        """A crash of the steps fails the run with its cause: without this the run went on to its
+        full duration showing "waiting: E2 Setup" while the task lay dead (a Redis read timeout
+        on a loaded host, 3 runs on 2026-11-28)."""
+        if task.cancelled() or task.exception() is None:
+            return
+        e = task.exception()
+        self._failed = f"the checks stopped on an error: {type(e).__name__}: {e}"
+        log.error("%s", self._failed, exc_info=e)
 
     async def stop(self) -> None:
         await cancel_task(self._task)
@@ -193,8 +206,9 @@ class LiveChecks:
         while time.monotonic() < deadline:
             try:
                 detail = await check()
-            except (OSError, ValueError, KeyError, TypeError) as e:
-                detail, last = None, str(e)
+            except (OSError, RedisError, ValueError, KeyError, TypeError) as e:
+                # a read that times out on a loaded host is tried again until the deadline
+                detail, last = None, f"{type(e).__name__}: {e}"
             if detail:
                 step.ok, step.detail, step.at_s = True, detail, self._t()
                 log.info("step ok: %s (%s) at %.1f s", step.name, detail, step.at_s)

@@ -4,11 +4,15 @@ injector's packet encodings, and the clear errors for a missing or unpatched gNB
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import struct
+import time
 from pathlib import Path
 
 import pytest
 import yaml
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from octoric.deploy.testbed import e2_capture, gtpu
 from octoric.deploy.testbed.gnb import (
@@ -20,7 +24,7 @@ from octoric.deploy.testbed.gnb import (
     ues_from_f1ap_log,
 )
 from octoric.deploy.testbed.gnb_metrics import GnbMetrics
-from octoric.deploy.testbed.live import abw_vs_gnb, e2term_counters, ue_roles
+from octoric.deploy.testbed.live import LiveChecks, abw_vs_gnb, e2term_counters, ue_roles
 from octoric.e2sm import e2ap
 from octoric.errors import OctoricError
 
@@ -346,3 +350,53 @@ def test_e2terms_forwarding_counters_are_read_from_its_metrics() -> None:
     ])  # fmt: skip
     assert e2term_counters(text) == {"indications": 14544.0, "send_failures": 3.0,
                                      "gave_up": 2.0, "errors:decode": 1.0}  # fmt: skip
+
+
+def _checks(timeout_s: float) -> LiveChecks:
+    from types import SimpleNamespace
+
+    c = LiveChecks(SimpleNamespace(), [], step_timeout_s=timeout_s)  # type: ignore[arg-type]
+    c.ctx = SimpleNamespace(started_at=time.monotonic())  # type: ignore[assignment]
+    return c
+
+
+def test_a_redis_timeout_in_a_step_is_tried_again_until_the_deadline() -> None:
+    """A Redis read that timed out on a loaded host killed the steps' task; the run then showed
+    "waiting: E2 Setup" for its whole duration (3 live runs, 2026-11-28)."""
+    c = _checks(3.0)
+    calls = 0
+
+    async def flaky() -> str | None:
+        nonlocal calls
+        calls += 1
+        if calls < 3:
+            raise RedisTimeoutError("Timeout reading from 127.0.0.1:6379")
+        return "seen"
+
+    assert asyncio.run(c._step(0, flaky, "hint"))
+    assert c.steps[0].ok and c.steps[0].detail == "seen" and calls == 3
+
+    async def dead() -> str | None:
+        raise RedisTimeoutError("Timeout reading from 127.0.0.1:6379")
+
+    c = _checks(1.0)
+    assert not asyncio.run(c._step(0, dead, "see e2term.log"))
+    why = c.failed()
+    assert why is not None and "TimeoutError: Timeout reading" in why and "see e2term.log" in why
+
+
+def test_an_error_that_ends_the_steps_fails_the_run() -> None:
+    c = _checks(1.0)
+
+    async def crash() -> None:
+        raise RuntimeError("boom")
+
+    async def main() -> None:
+        t = asyncio.create_task(crash())
+        t.add_done_callback(c._ended)
+        with contextlib.suppress(RuntimeError):
+            await t
+
+    assert c.failed() is None
+    asyncio.run(main())
+    assert c.failed() == "the checks stopped on an error: RuntimeError: boom"
