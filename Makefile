@@ -58,17 +58,19 @@ redis:
 E2SM_CRATE := e2sm/native/Cargo.toml
 REALUE_CRATE := sim/realue/native/Cargo.toml
 native:
+	@# install, then rename: a running process keeps the library it mapped (an in-place copy
+	@# would change the pages under it)
 	@if [ -f $(RMR_CRATE) ]; then \
 	  cargo build -q --release --manifest-path $(RMR_CRATE) && mkdir -p build/lib && \
-	  install -m 0755 rmr/target/release/librmr_si.so $(RMR_LIB); \
+	  install -m 0755 rmr/target/release/librmr_si.so $(RMR_LIB).new && mv -f $(RMR_LIB).new $(RMR_LIB); \
 	fi
 	@if [ -f $(E2SM_CRATE) ]; then \
 	  cargo build -q --release --manifest-path $(E2SM_CRATE) && mkdir -p build/lib && \
-	  install -m 0755 e2sm/native/target/release/libocto_e2sm.so build/lib/libocto_e2sm.so; \
+	  install -m 0755 e2sm/native/target/release/libocto_e2sm.so build/lib/libocto_e2sm.so.new && mv -f build/lib/libocto_e2sm.so.new build/lib/libocto_e2sm.so; \
 	fi
 	@if [ -f $(REALUE_CRATE) ]; then \
 	  cargo build -q --release --manifest-path $(REALUE_CRATE) && mkdir -p build/lib && \
-	  install -m 0755 sim/realue/native/target/release/libocto_realue.so build/lib/libocto_realue.so; \
+	  install -m 0755 sim/realue/native/target/release/libocto_realue.so build/lib/libocto_realue.so.new && mv -f build/lib/libocto_realue.so.new build/lib/libocto_realue.so; \
 	fi
 
 lock:
