@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -155,12 +156,37 @@ def build_routes(
     return routes
 
 
-def render(routes: Sequence[Route], table_id: str = "octoric", key: bytes = b"") -> str:
-    """The full-table text: ``newrt|start|id`` ... ``newrt|end|count``. With ``key``, the end
-    record carries ``|sig=<hex>``, the HMAC-SHA256 of the lines before it and of itself,
-    joined by newlines: octoric's librmr installs only tables signed with the run's key
-    (``OCTORIC_RMR_RT_KEY``); O-RAN SC's RMR reads the count and ignores the extra field."""
+_last_generation = 0
+
+
+def next_generation() -> int:
+    """A route-table generation larger than any this process made before (microseconds since
+    the epoch, or the last one plus one): a restarted route manager's tables stay newer than
+    the ones it pushed before."""
+    global _last_generation
+    _last_generation = max(time.time_ns() // 1000, _last_generation + 1)
+    return _last_generation
+
+
+def render(
+    routes: Sequence[Route],
+    table_id: str = "octoric",
+    key: bytes = b"",
+    generation: int | None = None,
+) -> str:
+    """The full-table text: ``newrt|start|id`` ... ``newrt|end|count``. With ``generation``
+    (always when signed: ``next_generation()`` unless given), the end record carries
+    ``|gen=<n>``: octoric's librmr installs a pushed table only if its generation is newer
+    than the last one's (issue #43: a replayed table is refused). With ``key``, it then carries
+    ``|sig=<hex>``, the HMAC-SHA256 of the lines before it and of itself without the
+    signature, joined by newlines: octoric's librmr installs only tables signed with the run's
+    key (``OCTORIC_RMR_RT_KEY``). O-RAN SC's RMR reads the count and ignores the extra
+    fields."""
+    if key and generation is None:
+        generation = next_generation()
     end = f"newrt|end|{len(routes)}"
+    if generation is not None:
+        end += f"|gen={generation}"
     lines = [f"newrt|start|{table_id}", *(r.line() for r in routes), end]
     if key:
         sig = hmac.new(key, "\n".join(lines).encode(), hashlib.sha256).hexdigest()

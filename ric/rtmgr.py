@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from octoric.ric.routing import (
     XappRoutes,
     build_routes,
     check_host,
+    next_generation,
     render,
 )
 from octoric.ric.sdl import Sdl
@@ -94,11 +96,17 @@ class Rtmgr:
                 self.platform, [x for x, _ in xapps], await self.subscription_routes()
             )
             self._version += 1
-            self.table = render(routes, f"octoric-{self._version}", self.key)
+            self.table = render(
+                routes, f"octoric-{self._version}", self.key, generation=next_generation()
+            )
             self.stats.tables += 1
             tmp = self.seed_file.with_suffix(".tmp")
             tmp.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(self.table)
+            # the user's only (issue #43): a table another user could read, it could replay
+            tmp.unlink(missing_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(self.table)
             tmp.replace(self.seed_file)  # atomic: a reader never sees half a table
             targets = self.platform_control + [ctl for _, ctl in xapps]
             await asyncio.to_thread(self._push_all, targets)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import json
 import os
 from dataclasses import dataclass
@@ -134,6 +135,14 @@ class RmrStats:
     connections_made: int
     rt_installed: int
     rt_errors: int
+    # issue #43: connections refused for who they come from, frames whose sender field is not
+    # the connection's peer, replayed route tables, listener limits
+    peers_rejected: int = 0
+    forged_senders: int = 0
+    rt_replayed: int = 0
+    conns_over_cap: int = 0
+    frames_timed_out: int = 0
+    frames_too_big: int = 0
 
 
 def stats(ctx: int | None) -> RmrStats:
@@ -152,7 +161,8 @@ def stats(ctx: int | None) -> RmrStats:
         raw = ctypes.cast(ptr, ctypes.c_char_p).value or b"{}"
     finally:
         free(ptr)
-    return RmrStats(**json.loads(raw.decode()))
+    known = {f.name for f in dataclasses.fields(RmrStats)}
+    return RmrStats(**{k: v for k, v in json.loads(raw.decode()).items() if k in known})
 
 
 if os.environ.get("OCTORIC_RMR_NO_PRELOAD") != "1":

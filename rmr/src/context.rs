@@ -14,8 +14,9 @@ use crate::consts::*;
 use crate::frame::{self, FrameInfo};
 use crate::log::{self, Level};
 use crate::mbuf::{Mbuf, Msg};
+use crate::peer::{self, Peer, PeerPolicy, SenderCheck};
 use crate::route::{Builder, Entry, Event, Table};
-use crate::transport::{self, Conn, Kind, SendError};
+use crate::transport::{self, Conn, Kind, LimitError, Limits, SendError};
 
 /// Receive queue bound (RMR's default ring is of this order); overflow drops and counts.
 pub const QUEUE_CAP: usize = 4096;
@@ -44,6 +45,17 @@ pub struct Stats {
     pub connections_made: AtomicU64,
     pub rt_installed: AtomicU64,
     pub rt_errors: AtomicU64,
+    /// Issue #43: connections refused for who they come from (a local user not allowed, a
+    /// remote peer when remote peers are denied), frames whose sender field the connection's
+    /// peer is not, route tables with an old, equal or missing generation, connections over a
+    /// listener's cap, frames not whole within the deadline, frames over the per-connection
+    /// bound.
+    pub peers_rejected: AtomicU64,
+    pub forged_senders: AtomicU64,
+    pub rt_replayed: AtomicU64,
+    pub conns_over_cap: AtomicU64,
+    pub frames_timed_out: AtomicU64,
+    pub frames_too_big: AtomicU64,
 }
 
 impl Stats {
@@ -52,7 +64,9 @@ impl Stats {
         format!(
             "{{\"received\": {}, \"sent\": {}, \"send_failures\": {}, \"dropped_overflow\": {}, \
              \"dropped_bad_frame\": {}, \"dropped_bad_stream\": {}, \"connections_accepted\": {}, \
-             \"connections_made\": {}, \"rt_installed\": {}, \"rt_errors\": {}}}",
+             \"connections_made\": {}, \"rt_installed\": {}, \"rt_errors\": {}, \
+             \"peers_rejected\": {}, \"forged_senders\": {}, \"rt_replayed\": {}, \
+             \"conns_over_cap\": {}, \"frames_timed_out\": {}, \"frames_too_big\": {}}}",
             g(&self.received),
             g(&self.sent),
             g(&self.send_failures),
@@ -63,6 +77,12 @@ impl Stats {
             g(&self.connections_made),
             g(&self.rt_installed),
             g(&self.rt_errors),
+            g(&self.peers_rejected),
+            g(&self.forged_senders),
+            g(&self.rt_replayed),
+            g(&self.conns_over_cap),
+            g(&self.frames_timed_out),
+            g(&self.frames_too_big),
         )
     }
 }
@@ -144,6 +164,48 @@ impl RtConfig {
     }
 }
 
+/// Listener bounds (issue #43): RMR_MAX_CONNS per listener, RMR_FRAME_DEADLINE_MS,
+/// RMR_MAX_CONN_BYTES (what one connection can make us buffer: its largest frame).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListenLimits {
+    pub max_conns: usize,
+    pub frame: Limits,
+}
+
+/// Default connection cap per listener: an RMR endpoint has a few dozen peers.
+pub const MAX_CONNS: usize = 256;
+
+impl Default for ListenLimits {
+    fn default() -> Self {
+        ListenLimits {
+            max_conns: MAX_CONNS,
+            frame: Limits::default(),
+        }
+    }
+}
+
+impl ListenLimits {
+    pub fn from_env() -> ListenLimits {
+        let num = |k: &str| {
+            std::env::var(k)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|n| *n > 0)
+        };
+        let mut l = ListenLimits::default();
+        if let Some(n) = num("RMR_MAX_CONNS") {
+            l.max_conns = n as usize;
+        }
+        if let Some(n) = num("RMR_FRAME_DEADLINE_MS") {
+            l.frame.frame_deadline = Duration::from_millis(n);
+        }
+        if let Some(n) = num("RMR_MAX_CONN_BYTES") {
+            l.frame.max_frame = n as usize;
+        }
+        l
+    }
+}
+
 /// Everything rmr_init takes from the environment.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -151,6 +213,8 @@ pub struct Config {
     pub src_id: Option<String>,
     pub name_only: bool,
     pub rt: RtConfig,
+    pub peers: PeerPolicy,
+    pub limits: ListenLimits,
 }
 
 impl Config {
@@ -161,7 +225,28 @@ impl Config {
             src_id: get("RMR_SRC_ID"),
             name_only: env_flag("RMR_SRC_NAMEONLY"),
             rt: RtConfig::from_env(),
+            peers: PeerPolicy::from_env(),
+            limits: ListenLimits::from_env(),
         }
+    }
+}
+
+/// Log a kind of refusal once per context (then it is only counted).
+#[derive(Debug, Default)]
+struct Once {
+    peer: AtomicBool,
+    forged: AtomicBool,
+    cap: AtomicBool,
+    limit: AtomicBool,
+    replay: AtomicBool,
+}
+
+fn once(flag: &AtomicBool, msg: &str) {
+    if !flag.swap(true, Ordering::Relaxed) {
+        log::log(
+            Level::Err,
+            &format!("{msg} (logged once; counted in octoric_rmr_stats)"),
+        );
     }
 }
 
@@ -202,6 +287,9 @@ pub struct Ctx {
     threads: Mutex<Vec<JoinHandle<()>>>,
     listeners: Mutex<Vec<TcpListener>>,
     rt_cfg: RtConfig,
+    peers: PeerPolicy,
+    limits: ListenLimits,
+    logged: Once,
 }
 
 fn hostname() -> String {
@@ -287,6 +375,7 @@ impl Ctx {
             format!("{ip}:{port}")
         };
         let rt_cfg = cfg.rt;
+        let (peers, limits) = (cfg.peers, cfg.limits);
         let names = vec![src.clone(), srcip.clone()];
         let ctx = Arc::new(Ctx {
             port,
@@ -329,6 +418,9 @@ impl Ctx {
             threads: Mutex::new(Vec::new()),
             listeners: Mutex::new(Vec::new()),
             rt_cfg,
+            peers,
+            limits,
+            logged: Once::default(),
         });
         if let Some(seed) = ctx.rt_cfg.seed.clone() {
             ctx.load_seed(&seed);
@@ -353,10 +445,15 @@ impl Ctx {
     }
 
     fn spawn(&self, name: &str, f: impl FnOnce() + Send + 'static) {
-        let h = std::thread::Builder::new()
-            .name(name.into())
-            .spawn(f)
-            .expect("thread spawn");
+        self.spawn_sized(name, None, f);
+    }
+
+    fn spawn_sized(&self, name: &str, stack: Option<usize>, f: impl FnOnce() + Send + 'static) {
+        let mut b = std::thread::Builder::new().name(name.into());
+        if let Some(n) = stack {
+            b = b.stack_size(n);
+        }
+        let h = b.spawn(f).expect("thread spawn");
         let mut t = lock(&self.threads);
         let mut i = 0;
         while i < t.len() {
@@ -369,6 +466,11 @@ impl Ctx {
         t.push(h);
     }
 
+    /// A connection's reader: a small stack (it holds a few locals; frames are on the heap).
+    fn spawn_reader(&self, f: impl FnOnce() + Send + 'static) {
+        self.spawn_sized("rmr-rcv", Some(256 * 1024), f);
+    }
+
     pub fn stopping(&self) -> bool {
         self.stop.load(Ordering::Acquire)
     }
@@ -378,6 +480,7 @@ impl Ctx {
             lock(&self.listeners).push(c);
         }
         let ctx = self.clone();
+        let active = Arc::new(AtomicUsize::new(0));
         self.spawn("rmr-listen", move || {
             for s in l.incoming() {
                 if ctx.stopping() {
@@ -385,14 +488,41 @@ impl Ctx {
                 }
                 match s {
                     Ok(stream) => {
+                        let addr = stream.peer_addr();
+                        let peer = addr.as_ref().map(|a| a.to_string()).unwrap_or_default();
+                        if active.load(Ordering::Acquire) >= ctx.limits.max_conns {
+                            ctx.stats.conns_over_cap.fetch_add(1, Ordering::Relaxed);
+                            once(
+                                &ctx.logged.cap,
+                                &format!(
+                                    "connection from {peer} refused: {} connections on this \
+                                     listener (RMR_MAX_CONNS)",
+                                    ctx.limits.max_conns
+                                ),
+                            );
+                            continue; // dropped: closed
+                        }
+                        let who = match (stream.local_addr(), addr) {
+                            (Ok(local), Ok(remote)) => ctx.admit(local, remote),
+                            _ => Err("no addresses".to_string()),
+                        };
+                        let who = match who {
+                            Ok(p) => p,
+                            Err(why) => {
+                                ctx.stats.peers_rejected.fetch_add(1, Ordering::Relaxed);
+                                once(&ctx.logged.peer, &format!("connection refused: {why}"));
+                                continue;
+                            }
+                        };
                         ctx.stats
                             .connections_accepted
                             .fetch_add(1, Ordering::Relaxed);
-                        let peer = stream
-                            .peer_addr()
-                            .map(|a| a.to_string())
-                            .unwrap_or_default();
-                        ctx.adopt(stream, peer, kind);
+                        active.fetch_add(1, Ordering::AcqRel);
+                        let a2 = active.clone();
+                        let on_close = move || {
+                            a2.fetch_sub(1, Ordering::AcqRel);
+                        };
+                        ctx.adopt_checked(stream, peer, kind, who, Box::new(on_close));
                     }
                     Err(_) => {
                         if ctx.stopping() {
@@ -405,36 +535,97 @@ impl Ctx {
         });
     }
 
-    /// Register a connection and start its reader thread.
+    /// Who may connect (`Config::peers`); Ok(None): admitted without a sender check.
+    fn admit(&self, local: SocketAddr, remote: SocketAddr) -> Result<Option<SenderCheck>, String> {
+        if self.peers.uids == peer::Uids::Any && self.peers.remote && !self.peers.sender_check {
+            return Ok(None);
+        }
+        let p = if self.peers.uids == peer::Uids::Any && !self.peers.sender_check {
+            // only remote peers are refused: a socket found here is local
+            match peer::lookup_peer(local, remote) {
+                Ok(Some(si)) => Peer::Local(si),
+                _ => peer::admit(local, remote, &self.peers)?,
+            }
+        } else {
+            peer::admit(local, remote, &self.peers)?
+        };
+        Ok(self.peers.sender_check.then(|| SenderCheck::new(p)))
+    }
+
+    /// Register a connection we made and start its reader thread.
     fn adopt(self: &Arc<Self>, stream: TcpStream, peer: String, kind: Kind) -> Option<Arc<Conn>> {
+        self.adopt_checked(stream, peer, kind, None, Box::new(|| {}))
+    }
+
+    /// Register a connection and start its reader thread; `check`: verify every frame's
+    /// sender against the connection (accepted connections); `on_close` runs when it ends.
+    fn adopt_checked(
+        self: &Arc<Self>,
+        stream: TcpStream,
+        peer: String,
+        kind: Kind,
+        mut check: Option<SenderCheck>,
+        on_close: Box<dyn FnOnce() + Send>,
+    ) -> Option<Arc<Conn>> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if self.fast_ack.load(Ordering::Relaxed) {
             transport::set_quickack(&stream);
         }
         let conn = Arc::new(Conn::new(id, peer, kind, stream));
-        let rd = conn.reader().ok()?;
+        let Ok(rd) = conn.reader() else {
+            on_close();
+            return None;
+        };
         lock(&self.conns).insert(id, conn.clone());
         if self.stopping() {
             conn.close();
         }
         let ctx = self.clone();
         let c2 = conn.clone();
-        self.spawn("rmr-rcv", move || {
-            let r = transport::read_frames(rd, |fr| match fr {
-                Ok((buf, info)) => ctx.deliver(&c2, buf, info),
+        let limits = self.limits.frame;
+        self.spawn_reader(move || {
+            let r = transport::read_frames(rd, limits, |fr| match fr {
+                Ok((buf, info)) => {
+                    if let Some(chk) = check.as_mut() {
+                        let h = &buf[frame::TP_HDR_LEN..];
+                        let src = frame::get_cstr(h, frame::OFF_SRC, frame::SRC_LEN);
+                        let srcip = frame::get_cstr(h, frame::OFF_SRCIP, frame::SRCIP_LEN);
+                        if let Err(peer::Refusal::Forged(what)) = chk.check(src, srcip) {
+                            ctx.stats.forged_senders.fetch_add(1, Ordering::Relaxed);
+                            once(
+                                &ctx.logged.forged,
+                                &format!(
+                                    "dropped mtype {} from {}: the frame names {what}, \
+                                     which that connection's peer is not",
+                                    info.mtype, c2.peer
+                                ),
+                            );
+                            return;
+                        }
+                    }
+                    ctx.deliver(&c2, buf, info)
+                }
                 Err(e) => {
                     ctx.stats.dropped_bad_frame.fetch_add(1, Ordering::Relaxed);
                     log::log(Level::Warn, &format!("dropped frame from {}: {e}", c2.peer));
                 }
             });
             if let Err(e) = r {
-                if !ctx.stopping() && e.kind() == std::io::ErrorKind::InvalidData {
+                if let Some(le) = transport::limit_error(&e) {
+                    let n = match le {
+                        LimitError::Deadline => &ctx.stats.frames_timed_out,
+                        LimitError::TooBig(_) => &ctx.stats.frames_too_big,
+                    };
+                    n.fetch_add(1, Ordering::Relaxed);
+                    once(&ctx.logged.limit, &format!("closing {}: {le}", c2.peer));
+                } else if !ctx.stopping() && e.kind() == std::io::ErrorKind::InvalidData {
                     ctx.stats.dropped_bad_stream.fetch_add(1, Ordering::Relaxed);
                     log::log(Level::Warn, &format!("closing {}: {e}", c2.peer));
                 }
             }
             c2.close();
             lock(&ctx.conns).remove(&c2.id);
+            on_close();
         });
         Some(conn)
     }
@@ -579,6 +770,10 @@ impl Ctx {
         };
         match crate::route::parse_file(&text, self.names.clone()) {
             Ok(t) => {
+                if let Some(g) = t.gen {
+                    // pushes older than the trusted seed are replays
+                    lock(&self.builder).set_floor(g);
+                }
                 self.install(t);
                 true
             }
@@ -660,6 +855,13 @@ impl Ctx {
                     }
                     Event::Failed { id, reason } => {
                         self.stats.rt_errors.fetch_add(1, Ordering::Relaxed);
+                        if reason.starts_with("replayed") {
+                            self.stats.rt_replayed.fetch_add(1, Ordering::Relaxed);
+                            once(
+                                &self.logged.replay,
+                                &format!("route table {id:?} from {} refused: {reason}", conn.peer),
+                            );
+                        }
                         acks.push(format!("ERR {id} {reason}\n"));
                     }
                 }

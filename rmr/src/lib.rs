@@ -8,5 +8,6 @@ pub mod ffi;
 pub mod frame;
 pub mod log;
 pub mod mbuf;
+pub mod peer;
 pub mod route;
 pub mod transport;

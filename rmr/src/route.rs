@@ -279,6 +279,8 @@ pub struct Table {
     pub id: String,
     pub entries: HashMap<(i32, i32), Arc<Entry>>,
     pub meid_map: HashMap<String, String>,
+    /// The end record's generation (`gen=<n>`, octoric's extension), if it had one.
+    pub gen: Option<u64>,
 }
 
 impl Table {
@@ -335,6 +337,21 @@ pub struct Builder {
     key: Option<Vec<u8>>,
     mac: Option<HmacSha256>,
     pub unsigned: u64,
+    /// Generations (issue #43): the end record's `gen=<n>` must exceed the last one installed
+    /// from a push (an older or equal table is a replay) and be at least the seed file's.
+    last_gen: Option<u64>,
+    floor_gen: u64,
+    pending_gen: Option<u64>,
+    base_gen: Option<u64>,
+    /// Tables refused for an old, equal or (signed tables) missing generation.
+    pub replayed: u64,
+}
+
+/// The `gen=<n>` field of an end record, if any.
+pub fn end_generation(line: &str) -> Option<u64> {
+    line.split('|')
+        .find_map(|f| f.trim().strip_prefix("gen="))
+        .and_then(|g| g.trim().parse().ok())
 }
 
 impl Builder {
@@ -356,6 +373,39 @@ impl Builder {
             key: None,
             mac: None,
             unsigned: 0,
+            last_gen: None,
+            floor_gen: 0,
+            pending_gen: None,
+            base_gen: None,
+            replayed: 0,
+        }
+    }
+
+    /// Pushed tables must carry at least this generation (the trusted seed file's).
+    pub fn set_floor(&mut self, gen: u64) {
+        self.floor_gen = self.floor_gen.max(gen);
+    }
+
+    /// The generation of the last table installed from a push.
+    pub fn last_generation(&self) -> Option<u64> {
+        self.last_gen
+    }
+
+    /// Refuse a table whose generation is not newer than what we have; None: fine.
+    fn stale(&self) -> Option<String> {
+        match self.pending_gen {
+            None if self.key.is_some() => {
+                Some("replayed: signed table without a generation".into())
+            }
+            None => None,
+            Some(g) if g < self.floor_gen => Some(format!(
+                "replayed: generation {g} older than the seed's {}",
+                self.floor_gen
+            )),
+            Some(g) => match self.last_gen {
+                Some(last) if g <= last => Some(format!("replayed: generation {g}, have {last}")),
+                _ => None,
+            },
         }
     }
 
@@ -445,6 +495,18 @@ impl Builder {
                 };
             }
         }
+        if let Some(reason) = self.stale() {
+            self.errors += 1;
+            self.replayed += 1;
+            return Event::Failed {
+                id: self.id.clone(),
+                reason,
+            };
+        }
+        if let Some(g) = self.pending_gen {
+            self.last_gen = Some(g);
+            self.base_gen = Some(g);
+        }
         match mode {
             Mode::New => {
                 self.base_entries = std::mem::take(&mut self.entries);
@@ -484,6 +546,9 @@ impl Builder {
                 id: self.id.clone(),
                 reason: "not signed by the route manager".into(),
             };
+        }
+        if is_end(line.trim()) {
+            self.pending_gen = end_generation(line);
         }
         let rec = match parse_line(line) {
             Ok(Some(r)) => r,
@@ -581,6 +646,7 @@ impl Builder {
             id: self.base_id.clone(),
             entries,
             meid_map: self.base_meids.clone(),
+            gen: self.base_gen,
         }
     }
 }
@@ -641,7 +707,11 @@ mod tests {
                 lines[lines.len() - 1]
             )
         }
-        let lines = ["newrt|start|t9", "rte|100|127.0.0.1:4560", "newrt|end|1"];
+        let lines = [
+            "newrt|start|t9",
+            "rte|100|127.0.0.1:4560",
+            "newrt|end|1|gen=5",
+        ];
         let feed = |b: &mut Builder, text: &str| -> Vec<Event> {
             text.split('\n')
                 .map(|l| b.feed(l))
@@ -655,7 +725,11 @@ mod tests {
         assert_eq!(ev, vec![Event::Complete { id: "t9".into() }]);
         assert!(b.table().lookup(100, -1).is_some());
         // unsigned, signed with another key, or tampered after signing: refused, table kept
-        let evil = ["newrt|start|t10", "rte|100|127.0.0.1:9999", "newrt|end|1"];
+        let evil = [
+            "newrt|start|t10",
+            "rte|100|127.0.0.1:9999",
+            "newrt|end|1|gen=6",
+        ];
         for text in [
             evil.join("\n"),
             sign(b"other", &evil),
@@ -666,6 +740,43 @@ mod tests {
             assert_eq!(b.table().id, "t9");
         }
         assert_eq!(b.unsigned, 3);
+        // replayed (equal generation), older, or without a generation: refused and counted
+        let old = [
+            "newrt|start|t8",
+            "rte|100|127.0.0.1:7777",
+            "newrt|end|1|gen=4",
+        ];
+        let nogen = ["newrt|start|t7", "rte|100|127.0.0.1:7777", "newrt|end|1"];
+        for text in [sign(&key, &lines), sign(&key, &old), sign(&key, &nogen)] {
+            let ev = feed(&mut b, &text);
+            assert!(
+                matches!(&ev[..], [Event::Failed { reason, .. }] if reason.starts_with("replayed")),
+                "{text}: {ev:?}"
+            );
+            assert_eq!(b.table().id, "t9");
+        }
+        assert_eq!(b.replayed, 3);
+        // a newer one: installed; below the seed's floor: refused
+        let newer = [
+            "newrt|start|t11",
+            "rte|100|127.0.0.1:4561",
+            "newrt|end|1|gen=9",
+        ];
+        assert_eq!(
+            feed(&mut b, &sign(&key, &newer)),
+            vec![Event::Complete { id: "t11".into() }]
+        );
+        assert_eq!(b.table().gen, Some(9));
+        let mut seeded = Builder::new(vec![]).with_key(Some(key.clone()));
+        seeded.set_floor(6);
+        assert!(matches!(
+            &feed(&mut seeded, &sign(&key, &lines))[..],
+            [Event::Failed { .. }]
+        ));
+        assert_eq!(
+            feed(&mut seeded, &sign(&key, &newer)),
+            vec![Event::Complete { id: "t11".into() }]
+        );
         // without a key every table is accepted, as RMR 4.9 does
         let mut open = Builder::new(vec![]);
         assert_eq!(

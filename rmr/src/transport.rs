@@ -192,11 +192,59 @@ impl Conn {
 /// What the frame reader hands over: a validated frame, or a dropped one and why.
 pub type FrameResult = Result<(Vec<u8>, FrameInfo), FrameError>;
 
+/// Bounds on what one connection may make the reader hold (issue #43).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// A frame must arrive whole within this long once its 50-byte prefix has.
+    pub frame_deadline: Duration,
+    /// The largest frame a connection may send (what it can make us buffer).
+    pub max_frame: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            frame_deadline: Duration::from_secs(10),
+            max_frame: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// Why the reader closed a connection over a limit (the io::Error's inner error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitError {
+    /// The frame did not arrive whole within `frame_deadline`.
+    Deadline,
+    /// The frame declared more than `max_frame` bytes.
+    TooBig(usize),
+}
+
+impl std::fmt::Display for LimitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LimitError::Deadline => f.write_str("frame not complete within the frame deadline"),
+            LimitError::TooBig(n) => write!(f, "frame of {n} bytes is over the connection's bound"),
+        }
+    }
+}
+
+impl std::error::Error for LimitError {}
+
+/// The limit a reader error is about, if it is one.
+pub fn limit_error(e: &io::Error) -> Option<LimitError> {
+    e.get_ref()?.downcast_ref::<LimitError>().copied()
+}
+
 /// Read frames until EOF or a fatal error. A frame whose declared lengths do not fit is
 /// passed on as an error (and the stream continues: its total length kept us in sync);
-/// a bad total length loses the framing, so it ends the stream.
-pub fn read_frames<R: Read>(r: R, mut on_frame: impl FnMut(FrameResult)) -> io::Result<()> {
-    let mut r = BufReader::with_capacity(64 * 1024, r);
+/// a bad total length loses the framing, so it ends the stream, as does a frame over
+/// `limits` (too big, or not whole within the deadline once its prefix arrived).
+pub fn read_frames(
+    stream: TcpStream,
+    limits: Limits,
+    mut on_frame: impl FnMut(FrameResult),
+) -> io::Result<()> {
+    let mut r = BufReader::with_capacity(64 * 1024, stream);
     loop {
         let mut prefix = [0u8; TP_HDR_LEN];
         match r.read_exact(&mut prefix) {
@@ -211,17 +259,50 @@ pub fn read_frames<R: Read>(r: R, mut on_frame: impl FnMut(FrameResult)) -> io::
                 return Err(io::Error::new(io::ErrorKind::InvalidData, e));
             }
         };
+        if total > limits.max_frame {
+            return Err(io::Error::other(LimitError::TooBig(total)));
+        }
         // Grow with the data actually received: a peer declaring a huge frame and sending
         // nothing must not make us allocate the whole declared size up front.
         let mut buf = Vec::with_capacity(total.min(64 * 1024));
         buf.extend_from_slice(&prefix);
-        let want = (total - TP_HDR_LEN) as u64;
-        let got = (&mut r).take(want).read_to_end(&mut buf)?;
-        if (got as u64) < want {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "connection closed inside a frame",
-            ));
+        let deadline = Instant::now() + limits.frame_deadline;
+        let mut timed = false;
+        while buf.len() < total {
+            if r.buffer().is_empty() {
+                // the next read waits on the socket: no longer than the frame's deadline
+                let now = Instant::now();
+                if now >= deadline {
+                    return Err(io::Error::other(LimitError::Deadline));
+                }
+                r.get_ref().set_read_timeout(Some(deadline - now))?;
+                timed = true;
+            }
+            let old = buf.len();
+            let chunk = (total - old).min(old.max(64 * 1024));
+            buf.resize(old + chunk, 0);
+            match r.read(&mut buf[old..]) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "connection closed inside a frame",
+                    ))
+                }
+                Ok(n) => buf.truncate(old + n),
+                Err(e) => {
+                    buf.truncate(old);
+                    match e.kind() {
+                        io::ErrorKind::Interrupted => {}
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+                            return Err(io::Error::other(LimitError::Deadline))
+                        }
+                        _ => return Err(e),
+                    }
+                }
+            }
+        }
+        if timed {
+            r.get_ref().set_read_timeout(None)?;
         }
         match frame::parse(&buf) {
             Ok(info) => on_frame(Ok((buf, info))),

@@ -22,6 +22,8 @@ fn cfg(seed: Option<PathBuf>, ctl_port: Option<u16>) -> Config {
             ctl_port,
             rtg_addr: None,
         },
+        peers: Default::default(),
+        limits: Default::default(),
     }
 }
 
@@ -53,6 +55,19 @@ fn recv(c: &Ctx) -> Box<Mbuf> {
     m
 }
 
+/// The sender field of hand-built frames: "raw:<port>" where this process listens (a
+/// receiver checks that a frame's sender is the connection's peer: a process listening on
+/// the port the field names).
+fn raw_src() -> &'static str {
+    static SRC: std::sync::OnceLock<(TcpListener, String)> = std::sync::OnceLock::new();
+    &SRC.get_or_init(|| {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let s = format!("raw:{}", l.local_addr().unwrap().port());
+        (l, s)
+    })
+    .1
+}
+
 /// A frame built by hand (not with our encoder); `plen_declared` may lie.
 fn hand_frame(mtype: u32, payload: &[u8], plen_declared: u32) -> Vec<u8> {
     let total = 50 + 280 + 4 + payload.len();
@@ -64,7 +79,8 @@ fn hand_frame(mtype: u32, payload: &[u8], plen_declared: u32) -> Vec<u8> {
     f[h..h + 4].copy_from_slice(&mtype.to_be_bytes());
     f[h + 4..h + 8].copy_from_slice(&plen_declared.to_be_bytes());
     f[h + 8..h + 12].copy_from_slice(&3u32.to_be_bytes());
-    f[h + 76..h + 84].copy_from_slice(b"raw:999\0");
+    let src = raw_src();
+    f[h + 76..h + 76 + src.len()].copy_from_slice(src.as_bytes());
     f[h + 196..h + 200].copy_from_slice(&280u32.to_be_bytes());
     f[h + 204..h + 208].copy_from_slice(&4u32.to_be_bytes());
     f[h + 212..h + 216].copy_from_slice(&(-1i32).to_be_bytes());

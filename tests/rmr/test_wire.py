@@ -28,6 +28,7 @@ def golden(
     meid: bytes = b"",
     xid: bytes = b"",
     src: bytes = b"raw:1",
+    srcip: bytes = b"127.0.0.1:9999",
     trace: bytes = b"",
     plen: int | None = None,
 ) -> bytes:
@@ -38,11 +39,31 @@ def golden(
     hdr[76 : 76 + len(src)] = src
     hdr[140 : 140 + len(meid)] = meid
     struct.pack_into(">IIIIIi", hdr, 192, 1 if trace else 0, 280, len(trace), 4, 0, sub_id)
-    hdr[216:230] = b"127.0.0.1:9999"
+    hdr[216 : 216 + len(srcip)] = srcip
     body = bytes(hdr) + trace + b"\0\0\0\0" + payload
     total = 50 + len(body)
     prefix = struct.pack("<I", total) + struct.pack(">I", total) + b"$" + bytes(41)
     return prefix + body
+
+
+_RAW: list[socket.socket] = []
+
+
+def raw_port() -> int:
+    """Where this test process, the raw peer, listens: a receiver delivers a frame only if
+    its sender fields name a port the connection's peer process listens on (issue #43)."""
+    if not _RAW:
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        _RAW.append(s)
+    return int(_RAW[0].getsockname()[1])
+
+
+def raw(mtype: int, payload: bytes, *, name: bytes = b"raw", **kw: Any) -> bytes:
+    """``golden`` from the raw peer, its sender fields naming where it listens."""
+    p = raw_port()
+    return golden(mtype, payload, src=b"%s:%d" % (name, p), srcip=b"127.0.0.1:%d" % p, **kw)
 
 
 @pytest.fixture
@@ -96,11 +117,9 @@ def test_golden_frames_decode(rmr: Any, ctx: Any) -> None:
     mrc, port, _ = ctx
     with socket.create_connection(("127.0.0.1", port)) as s:
         s.sendall(
-            golden(
-                12050, b"indication", sub_id=5, meid=b"gnb_001", xid=b"X" * 32, src=b"e2term:38000"
-            )
+            raw(12050, b"indication", sub_id=5, meid=b"gnb_001", xid=b"X" * 32, name=b"e2term")
         )
-        s.sendall(golden(12011, b"with-trace", trace=b"TRACE-BYTES"))
+        s.sendall(raw(12011, b"with-trace", trace=b"TRACE-BYTES"))
         m = receive(rmr, mrc)
         summ = rmr.message_summary(m)
         assert summ[rmr.RMR_MS_MSG_STATE] == 0
@@ -109,7 +128,7 @@ def test_golden_frames_decode(rmr: Any, ctx: Any) -> None:
         assert summ[rmr.RMR_MS_PAYLOAD] == b"indication"
         assert summ[rmr.RMR_MS_MEID] == b"gnb_001"
         assert summ[rmr.RMR_MS_TRN_ID] == b"X" * 32
-        assert summ[rmr.RMR_MS_MSG_SOURCE] == "e2term:38000"
+        assert summ[rmr.RMR_MS_MSG_SOURCE] == f"e2term:{raw_port()}"
         rmr.rmr_free_msg(m)
         m = receive(rmr, mrc)
         assert rmr.get_payload(m) == b"with-trace"
@@ -144,8 +163,8 @@ def test_sent_frame_fixed_fields_byte_for_byte(rmr: Any, ctx: Any) -> None:
 def test_lying_lengths_dropped_and_counted(rmr: Any, ctx: Any) -> None:
     mrc, port, _ = ctx
     with socket.create_connection(("127.0.0.1", port)) as s:
-        s.sendall(golden(1, b"short", plen=10_000))  # declares more payload than it has
-        s.sendall(golden(3, b"next"))
+        s.sendall(raw(1, b"short", plen=10_000))  # declares more payload than it has
+        s.sendall(raw(3, b"next"))
         m = receive(rmr, mrc)
         assert (m.contents.mtype, rmr.get_payload(m)) == (3, b"next")
         rmr.rmr_free_msg(m)
@@ -156,11 +175,11 @@ def test_garbage_peer_does_not_disturb_others(rmr: Any, ctx: Any) -> None:
     mrc, port, _ = ctx
     good = socket.create_connection(("127.0.0.1", port))
     bad = socket.create_connection(("127.0.0.1", port))
-    good.sendall(golden(1, b"before"))
+    good.sendall(raw(1, b"before"))
     bad.sendall(b"\xde\xad\xbe\xef" * 2000)
     bad.settimeout(5)
     assert bad.recv(16) == b""  # the garbage connection is closed by the library
-    good.sendall(golden(1, b"after"))
+    good.sendall(raw(1, b"after"))
     payloads = []
     for _ in range(2):
         m = receive(rmr, mrc)
@@ -193,3 +212,16 @@ def test_consts_and_timeout(rmr: Any, ctx: Any) -> None:
     assert rmr.rmr_payload_size(m) >= 5000
     rmr.rmr_free_msg(m)
     assert json.loads(json.dumps(c))  # plain JSON types
+
+
+def test_forged_sender_dropped_and_counted(rmr: Any, ctx: Any) -> None:
+    """A frame naming a sender its connection's peer is not (no process of that connection
+    listens on the port it names) is dropped and counted; the peer's own frames pass."""
+    mrc, port, _ = ctx
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(golden(1, b"forged", src=b"submgr:1", srcip=b"127.0.0.1:1"))
+        s.sendall(raw(1, b"own"))
+        m = receive(rmr, mrc)
+        assert rmr.get_payload(m) == b"own"
+        rmr.rmr_free_msg(m)
+    assert stats(mrc).forged_senders == 1
