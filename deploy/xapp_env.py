@@ -9,8 +9,10 @@ service). Here:
   ``http://service-ricplt-appmgr-http.ricplt:8080/ric/v1/register`` lands here (``NO_PROXY``
   keeps every loopback call direct);
 - ``RMR_SEED_RT`` (the platform's current table), ``RMR_RTG_SVC`` (its route port, where
-  rtmgr-lite pushes updates), ``RMR_SRC_ID``; ``DBAAS_SERVICE_HOST``/``PORT`` for the SDL;
-  ``CONFIG_FILE``, the xApp descriptor.
+  rtmgr-lite pushes updates), ``RMR_SRC_ID``; ``DBAAS_SERVICE_HOST``/``PORT`` for the SDL,
+  and, when the run's Redis wants credentials, ``OCTORIC_REDIS_USER`` /
+  ``OCTORIC_REDIS_PASSWORD_FILE`` (``octoric.xapps.base.sdl.use_redis_credentials`` hands
+  them to ricsdl); ``CONFIG_FILE``, the xApp descriptor.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 from pathlib import Path
 
 from octoric.contracts import auth
+from octoric.redis_server import PASSWORD_FILE_ENV, USER_ENV
 from octoric.ric.services import HOST, RicRuntime
 
 
@@ -55,6 +58,9 @@ def xapp_environment(
             "SUBMGR_URL": f"http://{HOST}:{rt.ric.submgr_rest_port}/ric/v1/subscriptions",
         }
     )
+    for name in (USER_ENV, PASSWORD_FILE_ENV):  # this run's Redis user, never another's
+        env.pop(name, None)
+    env.update(rt.redis_auth().env())
     return env
 
 

@@ -54,7 +54,7 @@ from octoric.bench import Benchmark, BenchResult
 from octoric.contracts import auth, latency_trace
 from octoric.experiments.bench import _get, _post
 from octoric.experiments.loop_bench import LoadNode, LoopCase, Template, variant_messages
-from octoric.redis_server import free_port
+from octoric.redis_server import admin_auth, command, free_port
 from octoric.ric.stack import RIC_PORTS, LoopThread, distinct_pairs, free_pair
 
 FAULTS = (
@@ -347,10 +347,8 @@ def inject(fault: str, dep: Deployment, nodes: list[LoadNode], loop: LoopThread)
         os.kill(pid, signal.SIGKILL)
         return f"pid {pid}"
     if fault == "redis-flush":
-        with socket.create_connection(("127.0.0.1", dep.redis_port), timeout=2) as s:
-            s.sendall(b"*1\r\n$8\r\nFLUSHALL\r\n")
-            reply = s.recv(64)
-        return reply.decode(errors="replace").strip()
+        # as the run's Redis admin (the RIC's own user may not flush; issue #43)
+        return command("127.0.0.1", dep.redis_port, admin_auth(dep.run_dir), "FLUSHALL")
     if fault == "e2-drop":
         for n in nodes:
             loop.loop.call_soon_threadsafe(n.drop_connection)

@@ -1,15 +1,31 @@
-"""Start and stop a real ``redis-server`` (Debian's) for the embedded RIC and for tests."""
+"""Start and stop a real ``redis-server`` (Debian's) for the embedded RIC and for tests.
+
+Authentication (issue #43): with ``auth`` the server gets a config file (mode 0600, in its
+0700 data folder) with three ACL users: ``default`` disabled, so a connection that has not
+authenticated can run no command; ``octoric``, the RIC's and the xApps' user, with every
+command but Redis' ``@dangerous`` ones (CONFIG, SHUTDOWN, DEBUG, MODULE, ACL, FLUSHALL,
+MONITOR, replication...; KEYS stays allowed, ricsdl's ``find_keys`` uses it); and
+``octoric-admin`` with everything (tests and fault injection flush Redis with it). Each
+user's password is random per run and lies in a 0600 file (``redis-password``,
+``redis-admin-password``); the config file holds only their SHA-256. Clients find the
+credentials through ``RedisAuth`` (``OCTORIC_REDIS_USER`` / ``OCTORIC_REDIS_PASSWORD_FILE``).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
+import os
 import re
+import secrets
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -27,14 +43,134 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def ping(host: str, port: int, timeout: float = 0.5) -> bool:
-    """True when a Redis server answers PING at host:port (raw RESP, no client library)."""
+USER_ENV = "OCTORIC_REDIS_USER"
+PASSWORD_FILE_ENV = "OCTORIC_REDIS_PASSWORD_FILE"
+APP_USER = "octoric"
+ADMIN_USER = "octoric-admin"
+PASSWORD_FILE = "redis-password"  # the app user's, in the run folder
+ADMIN_PASSWORD_FILE = "redis-admin-password"
+# the app user: every key and channel, every command but the dangerous ones (module docstring)
+APP_RULES = "~* &* +@all -@dangerous +keys"
+
+
+@dataclass(frozen=True)
+class RedisAuth:
+    """Credentials for a Redis that wants them: an ACL user (empty: ``default``, i.e. a plain
+    ``requirepass``) and a file whose first line is the password. No file: no AUTH at all
+    (O-RAN SC's dbaas in a cluster has no password)."""
+
+    username: str = ""
+    password_file: str = ""
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.password_file)
+
+    def password(self) -> str:
+        """The password, read now (a clear error naming the file when it cannot be)."""
+        try:
+            lines = Path(self.password_file).read_text().splitlines()
+        except OSError as e:
+            raise OctoricError(
+                f"cannot read the Redis password file {self.password_file}: {e.strerror}"
+            ) from None
+        if not lines or not lines[0]:
+            raise OctoricError(f"the Redis password file {self.password_file} is empty")
+        return lines[0]
+
+    def credentials(self) -> tuple[str | None, str | None]:
+        """(username, password) for a redis-py client; (None, None) without a password file."""
+        if not self.enabled:
+            return None, None
+        return self.username or None, self.password()
+
+    def env(self) -> dict[str, str]:
+        """The environment variables that hand these credentials to a child process."""
+        if not self.enabled:
+            return {}
+        return {USER_ENV: self.username, PASSWORD_FILE_ENV: self.password_file}
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> RedisAuth:
+        env = os.environ if environ is None else environ
+        return cls(env.get(USER_ENV, ""), env.get(PASSWORD_FILE_ENV, ""))
+
+
+def write_private(path: Path, text: str) -> None:
+    """A file only its owner can read, with that mode from the first byte on."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        os.fchmod(f.fileno(), 0o600)  # an existing file keeps its mode through O_CREAT
+        f.write(text)
+
+
+def write_acl(conf_dir: Path, secrets_dir: Path) -> tuple[Path, RedisAuth, RedisAuth]:
+    """The ACL config file (in ``conf_dir``) and two new password files (in ``secrets_dir``);
+    returns the config file and the app's and the admin's credentials."""
+    users = []
+    creds = []
+    for user, name, rules in (
+        (APP_USER, PASSWORD_FILE, APP_RULES),
+        (ADMIN_USER, ADMIN_PASSWORD_FILE, "~* &* +@all"),
+    ):
+        password = secrets.token_hex(32)
+        write_private(secrets_dir / name, password + "\n")
+        digest = hashlib.sha256(password.encode()).hexdigest()
+        users.append(f"user {user} on #{digest} {rules}")
+        creds.append(RedisAuth(user, str(secrets_dir / name)))
+    conf = conf_dir / "redis.conf"
+    # `default` off: a connection that has not authenticated may run nothing (NOAUTH)
+    write_private(conf, "\n".join(["user default off resetpass -@all", *users, ""]))
+    return conf, creds[0], creds[1]
+
+
+def _resp(*args: str) -> bytes:
+    out = [f"*{len(args)}\r\n".encode()]
+    for a in args:
+        b = a.encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(b), b))
+    return b"".join(out)
+
+
+def command(host: str, port: int, auth: RedisAuth | None, *args: str, timeout: float = 2.0) -> str:
+    """One command on a new connection, after AUTH with ``auth`` when it has a password (raw
+    RESP, no client library); the reply's first line (``+OK``, ``-NOAUTH ...``), or ``""``
+    when nothing answers. For fault injection and probes, not for data."""
     try:
         with socket.create_connection((host, port), timeout=timeout) as s:
-            s.sendall(b"*1\r\n$4\r\nPING\r\n")
-            return s.recv(16).startswith(b"+PONG")
+            if auth is not None and auth.enabled:
+                user = [auth.username] if auth.username else []
+                s.sendall(_resp("AUTH", *user, auth.password()))
+                reply = s.recv(256)
+                if not reply.startswith(b"+OK"):
+                    return reply.decode(errors="replace").split("\r\n")[0]
+            s.sendall(_resp(*args))
+            return s.recv(4096).decode(errors="replace").split("\r\n")[0]
     except OSError:
-        return False
+        return ""
+
+
+def admin_auth(run_dir: Path) -> RedisAuth:
+    """The admin's credentials of the run whose folder this is (none: its Redis has no ACL)."""
+    path = run_dir / ADMIN_PASSWORD_FILE
+    return RedisAuth(ADMIN_USER, str(path)) if path.exists() else RedisAuth()
+
+
+def probe(host: str, port: int, auth: RedisAuth | None = None, timeout: float = 0.5) -> str:
+    """One look at the Redis at host:port: ``"ok"`` (PING answered, after AUTH with ``auth``
+    when given), ``"noauth"`` (a Redis that wants credentials), ``"down"`` (nothing answers),
+    or the server's error (e.g. ``WRONGPASS ...``)."""
+    reply = command(host, port, auth, "PING", timeout=timeout)
+    if reply.startswith("+PONG"):
+        return "ok"
+    if reply.startswith("-NOAUTH"):
+        return "noauth"
+    return reply.lstrip("-") or "down"
+
+
+def ping(host: str, port: int, timeout: float = 0.5) -> bool:
+    """True when a Redis server answers at host:port, whether or not it wants a password."""
+    return probe(host, port, timeout=timeout) in ("ok", "noauth")
 
 
 @functools.cache
@@ -50,11 +186,16 @@ def _keeps_environment(binary: str) -> list[str]:
     return ["--set-proc-title", "no"] if m and (int(m[1]), int(m[2])) >= (6, 2) else []
 
 
-def server_argv(binary: str, host: str, port: int, data_dir: Path, persist: bool) -> list[str]:
+def server_argv(
+    binary: str, host: str, port: int, data_dir: Path, persist: bool, conf: Path | None = None
+) -> list[str]:
     """A redis-server command line: loopback, no RDB snapshots; with ``persist`` an append-only
-    file fsynced on every write, so a restarted server (same ``data_dir``) has every key back."""
+    file fsynced on every write, so a restarted server (same ``data_dir``) has every key back;
+    ``conf``: the ACL config file of ``write_acl`` (passwords never on the command line, which
+    every local user can read in /proc)."""
     return [
         binary,
+        *([str(conf)] if conf is not None else []),
         "--bind", host,
         "--port", str(port),
         "--save", "",
@@ -62,7 +203,7 @@ def server_argv(binary: str, host: str, port: int, data_dir: Path, persist: bool
         "--appendfsync", "always",
         "--dir", str(data_dir),
         "--logfile", str(data_dir / "redis.log"),
-        "--protected-mode", "no",
+        "--protected-mode", "yes" if conf is not None else "no",
         *_keeps_environment(binary),
     ]  # fmt: skip
 
@@ -75,12 +216,19 @@ def redis_binary() -> str:
 
 
 class RedisServer:
-    """A private redis-server on loopback: no persistence, its own temp dir, killed on stop."""
+    """A private redis-server on loopback: no persistence, its own temp dir, killed on stop.
+    With ``auth``: the ACL users of ``write_acl``; ``auth`` / ``admin`` then hold the app's
+    and the admin's credentials (password files in the temp dir), else they are empty."""
 
-    def __init__(self, port: int = 0, host: str = "127.0.0.1", binary: str | None = None) -> None:
+    def __init__(
+        self, port: int = 0, host: str = "127.0.0.1", binary: str | None = None, auth: bool = False
+    ) -> None:
         self.host = host
         self.port = port or free_port(host)
         self.binary = binary or shutil.which("redis-server")
+        self.with_auth = auth
+        self.auth = RedisAuth()
+        self.admin = RedisAuth()
         self.proc: subprocess.Popen[bytes] | None = None
         self._dir: tempfile.TemporaryDirectory[str] | None = None
 
@@ -94,8 +242,12 @@ class RedisServer:
         if ping(self.host, self.port):
             raise OctoricError(f"port {self.port} already has a Redis server; pick another port")
         self._dir = tempfile.TemporaryDirectory(prefix="octoric-redis-")
-        log = Path(self._dir.name) / "redis.log"
-        args = server_argv(self.binary, self.host, self.port, Path(self._dir.name), persist=False)
+        where = Path(self._dir.name)
+        log = where / "redis.log"
+        conf = None
+        if self.with_auth:
+            conf, self.auth, self.admin = write_acl(where, where)
+        args = server_argv(self.binary, self.host, self.port, where, persist=False, conf=conf)
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

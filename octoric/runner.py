@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import signal
 import sys
 import time
@@ -22,7 +23,15 @@ from octoric import lifeline
 from octoric import log as octolog
 from octoric.config import RunConfig
 from octoric.errors import OctoricError
-from octoric.redis_server import free_port, ping, redis_binary, server_argv
+from octoric.redis_server import (
+    RedisAuth,
+    free_port,
+    ping,
+    probe,
+    redis_binary,
+    server_argv,
+    write_acl,
+)
 from octoric.supervisor import ChildProcess, Component, RunContext, RunOutcome, Supervisor
 
 log = logging.getLogger("octoric.run")
@@ -55,6 +64,7 @@ class RedisComponent:
         if cfg.external:
             if not ping(cfg.host, cfg.port):
                 raise OctoricError(f"no Redis answers at {cfg.host}:{cfg.port} (redis.external)")
+            ctx.redis_auth = _external_auth(cfg.host, cfg.port, cfg.username, cfg.password_file)
             self.port = cfg.port
         else:
             port = cfg.port or free_port(cfg.host)
@@ -68,8 +78,12 @@ class RedisComponent:
                     f"--set redis.external=true, or pick a free port with --set redis.port=0"
                 )
             data = ctx.run_dir / "redis"
-            data.mkdir(parents=True, exist_ok=True)
-            argv = server_argv(redis_binary(), cfg.host, port, data, persist=True)
+            data.mkdir(mode=0o700, parents=True, exist_ok=True)
+            data.chmod(0o700)  # the append-only file holds every key: this user's alone
+            conf = None
+            if cfg.auth:
+                conf, ctx.redis_auth, ctx.redis_admin = write_acl(data, ctx.run_dir)
+            argv = server_argv(redis_binary(), cfg.host, port, data, persist=True, conf=conf)
             self.child = ChildProcess("redis", argv, max_restarts=self.REDIS_RESTARTS)
             await self.child.start(ctx)
             self.port = port
@@ -83,6 +97,10 @@ class RedisComponent:
                         f"(log: {data / 'redis.log'})"
                     )
                 await asyncio.sleep(0.02)
+            state = await asyncio.to_thread(probe, cfg.host, port, ctx.redis_auth)
+            if state != "ok":  # e.g. a config file redis-server read differently
+                await self.child.stop()
+                raise OctoricError(f"the private Redis refused the run's credentials: {state}")
             self.pid = self.child.proc.pid if self.child.proc else None
         ctx.redis_host, ctx.redis_port = self.host, self.port
 
@@ -105,6 +123,26 @@ class RedisComponent:
 
     def failed(self) -> str | None:
         return self.child.failed() if self.child is not None else None
+
+
+def _external_auth(host: str, port: int, username: str, password_file: str) -> RedisAuth:
+    """The credentials for an external Redis (redis.username / redis.password_file), checked
+    now: a refusal is one clear line at the start, not processes that die and restart."""
+    auth = RedisAuth(username, str(Path(password_file).absolute()) if password_file else "")
+    state = probe(host, port, auth)
+    if state == "noauth":
+        raise OctoricError(
+            f"the Redis at {host}:{port} (redis.external) wants a password: name a file that "
+            f"holds it with --set redis.password_file=FILE (and its ACL user, if not "
+            f"'default', with --set redis.username=USER)"
+        )
+    if state != "ok":
+        raise OctoricError(
+            f"the Redis at {host}:{port} (redis.external) refused "
+            f"{'user ' + repr(username) if username else 'the password'} from "
+            f"{password_file or 'no password'}: {state}"
+        )
+    return auth
 
 
 def _summary(outcome: RunOutcome, report_path: Path) -> str:
@@ -134,9 +172,25 @@ def run(
     folder)`` runs at the end (e.g. writes the HTML report) and may name a file to show."""
     fmt = None if cfg.log.format == "auto" else cfg.log.format
     octolog.configure("octoric-run", fmt=fmt, level=cfg.log.level)
+    # everything the run and its children create is this user's alone (issue #43): the run
+    # folder holds the route key, the API token, Redis's passwords and its append-only file
+    umask = os.umask(0o077)
+    try:
+        return _run(cfg, factory, live, after)
+    finally:
+        os.umask(umask)
+
+
+def _run(
+    cfg: RunConfig,
+    factory: ComponentFactory,
+    live: bool,
+    after: Callable[[Path], Path | None] | None,
+) -> int:
     # absolute: the state pointers and child processes must not depend on a working directory
     run_dir = Path(cfg.report_dir).absolute() / time.strftime("%Y%m%d-%H%M%S")
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    run_dir.chmod(0o700)
     ctx = RunContext(config=cfg, run_dir=run_dir)
     _end_earlier_runs(ctx.marker)
     lifeline.write_record(run_dir)

@@ -25,6 +25,7 @@ from typing import Any, Protocol, TextIO, runtime_checkable
 from octoric import lifeline
 from octoric.config import RunConfig
 from octoric.errors import OctoricError
+from octoric.redis_server import PASSWORD_FILE_ENV, USER_ENV, RedisAuth
 from octoric.spare import ACTIVATE, SPARE_FD_ENV
 
 log = logging.getLogger("octoric.supervisor")
@@ -39,6 +40,10 @@ class RunContext:
     run_dir: Path
     redis_host: str = "127.0.0.1"
     redis_port: int = 0
+    # the credentials of the run's Redis user (the RIC's and the xApps'), and of its admin
+    # (fault injection, tests); empty when Redis wants none
+    redis_auth: RedisAuth = field(default_factory=RedisAuth)
+    redis_admin: RedisAuth = field(default_factory=RedisAuth)
     started_at: float = field(default_factory=time.monotonic)
     marker: str = field(default_factory=lifeline.new_marker)
     stopping: bool = False  # set at the stop request: no child is started or restarted after
@@ -64,10 +69,14 @@ class RunContext:
         return [p.pid for p in self.children if p.returncode is None]
 
     def child_env(self) -> dict[str, str]:
-        """Environment for child processes: SDL (ricxappframe's DBAAS_*) and log format."""
+        """Environment for child processes: SDL (ricxappframe's DBAAS_*, the Redis user) and log
+        format."""
         env = dict(os.environ)
         env["DBAAS_SERVICE_HOST"] = self.redis_host
         env["DBAAS_SERVICE_PORT"] = str(self.redis_port)
+        for name in (USER_ENV, PASSWORD_FILE_ENV):  # never another Redis's credentials
+            env.pop(name, None)
+        env.update(self.redis_auth.env())
         env.setdefault("OCTORIC_LOG_FORMAT", "json")
         return env
 

@@ -85,12 +85,9 @@ class Appmgr:
             web.post("/ric/v1/register", self.register),
             web.post("/ric/v1/deregister", self.deregister),
             web.get("/ric/v1/xapps", self.list_xapps),
-            web.get("/ric/v1/health/alive", self.alive),
-            web.get("/ric/v1/health/ready", self.alive),
+            # no health routes of its own: services.build_app's ready check says 503 while
+            # Redis does not admit the platform (these answered 200 regardless, issue #43)
         ]
-
-    async def alive(self, request: web.Request) -> web.Response:
-        return web.Response(status=200)
 
     async def _body(self, request: web.Request, required: tuple[str, ...]) -> dict[str, Any]:
         try:

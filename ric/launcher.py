@@ -101,6 +101,8 @@ class RicComponent:
             resolve(ric.e2_transport),
             secrets.token_hex(32),  # this run's route key
             os.environ.get(auth.TOKEN_ENV) or auth.new_token(),  # this run's API token
+            ctx.redis_auth.username,
+            ctx.redis_auth.password_file,
         )
         state = ctx.run_dir / "ric.json"
         self.rt.write(state)
@@ -188,7 +190,7 @@ async def ric_status(rt: RicRuntime) -> dict[str, Any]:
     from octoric.ric import appmgr, nodes, submgr
     from octoric.ric.sdl import Sdl
 
-    sdl = Sdl(rt.redis_host, rt.redis_port)
+    sdl = Sdl(rt.redis_host, rt.redis_port, auth=rt.redis_auth())
     try:
         st = RicStatus()
         for n in await nodes.load_all(sdl):

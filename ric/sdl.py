@@ -10,6 +10,11 @@ and checks a sentinel key the process wrote; when Redis comes back empty (a rest
 persistence, a FLUSHALL) the sentinel is gone and the mirror is written back (``reseed``,
 counted, logged), then ``on_reseed`` runs (rtmgr rebuilds and pushes the routes). While
 Redis cannot be reached, ``healthy`` is False and the process's ready check answers 503.
+
+Credentials (``auth``, octoric.redis_server.RedisAuth): every connection authenticates as the
+run's Redis user. Each watchdog round also opens a new connection, because the pool's
+connections stay authenticated after Redis stops admitting anyone (password changed, user
+disabled, ``maxclients``): a restarted process could not get in while the pool still worked.
 """
 
 from __future__ import annotations
@@ -23,9 +28,11 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.asyncio.connection import Connection
 from redis.exceptions import RedisError
 
 from octoric.contracts import ports
+from octoric.redis_server import RedisAuth
 
 log = logging.getLogger("ric.sdl")
 HEALTH_NS = "octoric.ric.health"  # one sentinel key per RIC process
@@ -45,13 +52,16 @@ class Sdl:
         port: int = ports.REDIS,
         owned: Sequence[str] = (),
         name: str = "",
+        auth: RedisAuth | None = None,
     ) -> None:
         """``owned``: the namespaces this process keeps (loaded into the mirror by ``load``);
-        ``name``: its sentinel's key (one per process)."""
+        ``name``: its sentinel's key (one per process); ``auth``: the Redis user, if any."""
         self.host, self.port = host, port
+        self._user, self._password = (auth or RedisAuth()).credentials()
         self.r: aioredis.Redis[bytes] = aioredis.Redis(
-            host=host, port=port, socket_timeout=2.0, socket_connect_timeout=2.0
-        )
+            host=host, port=port, socket_timeout=2.0, socket_connect_timeout=2.0,
+            username=self._user, password=self._password,
+        )  # fmt: skip
         self.owned, self.name = tuple(owned), name or "sdl"
         self.mirror: dict[str, bytes] = {}  # Redis key -> value, for what this process owns
         self.groups: dict[str, builtins.set[bytes]] = {}  # Redis key -> set members
@@ -175,9 +185,25 @@ class Sdl:
             await self.on_reseed()
         return n
 
-    async def check(self) -> bool:
-        """One watchdog round: reachable? emptied? Re-seeds when needed; sets ``healthy``."""
+    async def admits(self) -> None:
+        """PING on a new connection (AUTH first, as every new connection does); raises when
+        Redis does not admit this process now (module docstring)."""
+        conn = Connection(
+            host=self.host, port=self.port, socket_timeout=2.0, socket_connect_timeout=2.0,
+            username=self._user, password=self._password,
+        )  # fmt: skip
         try:
+            await conn.connect()
+            await conn.send_command("PING")
+            await conn.read_response()
+        finally:
+            await conn.disconnect()
+
+    async def check(self) -> bool:
+        """One watchdog round: reachable and admitting us? emptied? Re-seeds when needed; sets
+        ``healthy``."""
+        try:
+            await self.admits()
             if not await self.r.exists(self._sentinel):
                 await self.reseed()
             ok = True

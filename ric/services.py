@@ -39,6 +39,7 @@ from octoric import realtime
 from octoric.config import RicConfig
 from octoric.contracts import auth
 from octoric.e2sm.transport import Transport
+from octoric.redis_server import RedisAuth
 from octoric.ric.sdl import Sdl
 
 if TYPE_CHECKING:
@@ -66,6 +67,12 @@ class RicRuntime:
     rt_key: str = ""
     # the run's API token (contracts.auth): state-changing REST calls and A1 must carry it
     api_token: str = ""
+    # the run's Redis user and its password file (octoric.redis_server.RedisAuth); empty: none
+    redis_username: str = ""
+    redis_password_file: str = ""
+
+    def redis_auth(self) -> RedisAuth:
+        return RedisAuth(self.redis_username, self.redis_password_file)
 
     @property
     def rt_key_bytes(self) -> bytes:
@@ -328,7 +335,7 @@ async def _ok(request: web.Request) -> web.Response:
 async def _open_sdl(rt: RicRuntime, name: str, owned: list[str]) -> tuple[Sdl, asyncio.Task[None]]:
     """The process's SDL: its namespaces mirrored, Redis watched (re-seeded when it comes back
     empty; ``healthy`` for the ready check)."""
-    sdl = Sdl(rt.redis_host, rt.redis_port, owned, name)
+    sdl = Sdl(rt.redis_host, rt.redis_port, owned, name, rt.redis_auth())
     n = await sdl.load()
     log.info("%s: %d SDL keys mirrored", name, n)
     return sdl, asyncio.create_task(sdl.watch())

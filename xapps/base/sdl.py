@@ -9,15 +9,24 @@ while Redis is away. ``check()`` (every second from ``watch_in_thread``) looks f
 key: when Redis comes back empty (restarted without persistence, flushed) the mirror is
 written back, counted in ``reseeds``. ``healthy()`` is False while Redis cannot be reached,
 so the xApp's ready check answers 503.
+
+Credentials: ricsdl 3.1.3 reads only ``DBAAS_SERVICE_*`` and connects without a password (a
+cluster's dbaas has none). The embedded RIC's Redis wants one (issue #43), so
+``use_redis_credentials`` gives ricsdl's Redis clients the user and password named by
+``OCTORIC_REDIS_USER`` / ``OCTORIC_REDIS_PASSWORD_FILE``, for our store and for ricxappframe's
+own SDL (R-NIB reads, health checks) alike; without those variables it changes nothing.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
 import time
 from typing import Any
+
+from octoric.redis_server import RedisAuth
 
 log = logging.getLogger("xapps.sdl")
 SENTINEL = "__octoric.sentinel"  # written by the store; gone = Redis lost our data
@@ -31,6 +40,27 @@ def _backend_errors() -> tuple[type[BaseException], ...]:
     return (SdlException, OSError)
 
 
+def use_redis_credentials() -> bool:
+    """Make ricsdl's Redis clients (standalone Redis, the embedded RIC's case; not Sentinel)
+    authenticate with the credentials the environment names (module docstring). Call it
+    before ricsdl's ``SyncStorage`` is made (ricxappframe makes one in ``RMRXapp()``); again
+    is harmless. True when credentials are in force; a password file that cannot be read is a
+    clear ``OctoricError``."""
+    import ricsdl.backend.redis as backend
+
+    client = backend.Redis
+    plain = client.func if isinstance(client, functools.partial) else client
+    auth = RedisAuth.from_env()
+    if not auth.enabled:
+        backend.Redis = plain  # ricsdl as shipped (again, if an earlier call changed it)
+        return False
+    # ricsdl builds each client as ``Redis(host=..., port=..., db=0, max_connections=20)``;
+    # its pub/sub shares that client's pool, so it authenticates too
+    username, password = auth.credentials()
+    backend.Redis = functools.partial(plain, username=username, password=password)
+    return True
+
+
 class SdlStore:
     """get/set/delete/find of JSON (or raw bytes) under one namespace, with a mirror.
     Thread-safe: ricsdl calls are single Redis commands; the mirror has a lock."""
@@ -40,6 +70,7 @@ class SdlStore:
         if storage is None:
             from ricsdl.syncstorage import SyncStorage
 
+            use_redis_credentials()
             storage = SyncStorage()
         self._s = storage
         self._errors = _backend_errors()

@@ -32,7 +32,7 @@ from prometheus_client.exposition import generate_latest
 from octoric.xapps.base.config import load_descriptor
 from octoric.xapps.base.errors import RestError, XappConfigError, XappError
 from octoric.xapps.base.http import HttpServer, Request, Response
-from octoric.xapps.base.sdl import SdlStore
+from octoric.xapps.base.sdl import SdlStore, use_redis_credentials
 from octoric.xapps.base.subscription import SubscriptionResponse
 
 log = logging.getLogger("xapps.shell")
@@ -266,6 +266,7 @@ class XappShell:
         def config_handler(xapp: Any, data: dict[str, Any]) -> None:
             self.apply_config(data)
 
+        use_redis_credentials()  # ricxappframe's own SDL (R-NIB, health) too
         self.xapp = RMRXapp(
             wrap(None), config_handler=config_handler, rmr_port=self.rmr_port, use_fake_sdl=False
         )
