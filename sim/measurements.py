@@ -14,6 +14,8 @@ from typing import Protocol
 
 import numpy as np
 
+from octoric.sim.errors import SimError
+
 
 @dataclass
 class KpmReport:
@@ -85,6 +87,18 @@ ABW_SOURCES: dict[str, AbwFactory] = {}
 
 def register_abw_source(name: str, factory: AbwFactory) -> None:
     ABW_SOURCES[name] = factory
+
+
+def abw_source_factory(name: str) -> AbwFactory:
+    """The registered ABW source ``name`` (``stand-in`` is built by the engine itself)."""
+    factory = ABW_SOURCES.get(name)
+    if factory is None:
+        raise SimError(
+            f"ABW source {name!r} is not available here; "
+            f"known: stand-in{''.join(', ' + k for k in sorted(ABW_SOURCES))} "
+            "(occ-engine comes with octoric.experiments, e.g. `octoric eval occ`)"
+        )
+    return factory
 
 
 class PhyCapacityAbw(AbwSource):

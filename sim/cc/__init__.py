@@ -8,6 +8,9 @@ line below. The imports are explicit (no plugin discovery) so the scheme graph s
 
 from __future__ import annotations
 
+# Each import registers its scheme (module-level ``register_scheme`` or
+# ``register_window_scheme`` call: window schemes drive the packet-level transport).
+from octoric.sim.cc import awstream, dumbo, octobbr, salsify  # video on the transport
 from octoric.sim.cc.base import (
     SCHEMES,
     RateController,
@@ -16,9 +19,6 @@ from octoric.sim.cc.base import (
     build_scheme,
     register_scheme,
 )
-
-# Each import registers its scheme (module-level ``register_scheme`` or
-# ``register_window_scheme`` call: window schemes drive the packet-level transport).
 from octoric.sim.cc.bbr import Bbr, BbrH, BbrPlus
 from octoric.sim.cc.copa import Copa
 from octoric.sim.cc.cubic import Cubic
@@ -52,6 +52,10 @@ __all__ = [
     "SchemeFactory",
     "SentBatch",
     "WindowScheme",
+    "awstream",
     "build_scheme",
+    "dumbo",
+    "octobbr",
     "register_scheme",
+    "salsify",
 ]

@@ -26,7 +26,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from octoric.sim.cc.dumbo import EncoderDecision
+from octoric.sim.transport import TransportSender, build_window_scheme
+from octoric.sim.video_on_transport import (
+    ControlledEncoder,
+    EncoderDecision,
+    MediaApp,
+    TransportVideo,
+    TransportVideoContext,
+    register_video_transport,
+)
 
 NAME = "awstream"
 BASE = "bbr"  # the transport: TCP BBR (SEC'23 §6.1)
@@ -90,3 +98,13 @@ class AwstreamControl:
                 st.upgrades += 1
                 st.empty_since_us = now_us  # the next upgrade waits another 2 s
         return EncoderDecision(max(self.stream_bps, min_bps), not due)
+
+
+@register_video_transport(NAME)
+def awstream_video(ctx: TransportVideoContext) -> TransportVideo:
+    """The stream at its fixed quality over BBR, AWStream choosing the frame rate."""
+
+    def app(tx: TransportSender) -> MediaApp:
+        return ControlledEncoder(AwstreamControl(ctx.start_bps))
+
+    return TransportVideo(build_window_scheme(BASE, ctx.window), app)

@@ -19,28 +19,21 @@ without the dummy traffic" vs "RoCC+Dumbo"): only the dummy packets differ.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
-from typing import Protocol
+
+from octoric.sim.errors import ScenarioError
+from octoric.sim.transport import WINDOW_SCHEMES, TransportSender, build_window_scheme
+from octoric.sim.video_on_transport import (
+    ControlledEncoder,
+    EncoderDecision,
+    MediaApp,
+    TransportVideo,
+    TransportVideoContext,
+    TransportVideoFactory,
+    register_video_transport_family,
+)
 
 STANDING_WINDOW_US = 100_000  # T
 LATENCY_THRESHOLD_US = 100_000
-
-
-@dataclass
-class EncoderDecision:
-    target_bps: float
-    skip: bool
-
-
-class EncoderControl(Protocol):
-    """What drives the encoder of a video flow on the transport (Dumbo's control, AWStream's
-    frame-rate adaptation): told the media queue's size whenever it changes, asked at every
-    source frame for the target and whether to skip the frame."""
-
-    def on_queue(self, now_us: int, queue_bytes: int) -> None: ...
-
-    def decide(self, now_us: int, sending_bps: float | None, queue_bytes: int,
-               min_bps: float) -> EncoderDecision: ...  # fmt: skip
 
 
 class DumboControl:
@@ -98,3 +91,27 @@ def split_dumbo(scheme: str) -> tuple[str, bool]:
     if scheme.endswith(DUMBO_SUFFIX):
         return scheme[: -len(DUMBO_SUFFIX)], True
     return scheme, False
+
+
+def window_scheme_video(name: str) -> TransportVideoFactory | None:
+    """Video on the transport for a window scheme's name (Dumbo's latency control, no padding:
+    the thesis's "RoCC without the dummy traffic") or ``NAME+dumbo`` (with the padding)."""
+    base, padding = split_dumbo(name)
+    if base not in WINDOW_SCHEMES:
+        if padding:
+            raise ScenarioError(
+                f"scheme {name!r}: Dumbo's padding goes with a window scheme "
+                f"({', '.join(sorted(WINDOW_SCHEMES))})"
+            )
+        return None
+
+    def factory(ctx: TransportVideoContext) -> TransportVideo:
+        def app(tx: TransportSender) -> MediaApp:
+            return ControlledEncoder(DumboControl(ctx.start_bps))
+
+        return TransportVideo(build_window_scheme(base, ctx.window), app, padding=padding)
+
+    return factory
+
+
+register_video_transport_family(window_scheme_video)

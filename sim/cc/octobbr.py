@@ -27,9 +27,18 @@ off, BtlBw ages to nothing (docs/sim.md).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from octoric.sim.cc.bbr import Bbr
 from octoric.sim.dropper import DropperConfig, OctopusDropper
 from octoric.sim.transport import TransportSender
+from octoric.sim.video import VideoSender
+from octoric.sim.video_on_transport import (
+    MediaApp,
+    TransportVideo,
+    TransportVideoContext,
+    register_video_transport,
+)
 
 NAME = "octobbr"
 BASE = "bbr"
@@ -45,3 +54,31 @@ class OctopusBbr(Bbr):
 def transport_buffer(bbr: Bbr, cfg: DropperConfig | None = None) -> OctopusDropper:
     """Algorithm 1 for the media queue, drop-by-bitrate against BBR's BtlBw."""
     return OctopusDropper(1000, cfg, rate_source=lambda: bbr.btlbw if bbr.btlbw > 0 else None)
+
+
+class OctopusApp:
+    """The Octopus application: encodes every frame at the transport's estimate (the GoP's rate
+    before BBR has one); the send buffer's dropper sees each message it queues."""
+
+    def on_frame(self, now_us: int, sender: VideoSender, tx: TransportSender) -> float:
+        n0 = len(sender.pending)
+        target = sender.encode(now_us, tx.scheme.sending_bps(tx) or sender.gop_bps)
+        if tx.buffer_dropper is not None:
+            for i in range(n0, len(sender.pending)):
+                tx.buffer_dropper.on_enqueue(sender.pending[i], now_us)
+        return target
+
+    def on_queue(self, now_us: int, queue_bytes: int) -> None:
+        """Nothing: the buffer's dropper, not the application, acts on the queue."""
+
+
+@register_video_transport(NAME)
+def octobbr_video(ctx: TransportVideoContext) -> TransportVideo:
+    """OctoBBR: BBR, Algorithm 1 in its send buffer, the Octopus header on every packet."""
+    bbr = OctopusBbr(ctx.window)
+
+    def app(tx: TransportSender) -> MediaApp:
+        return OctopusApp()
+
+    return TransportVideo(bbr, app, video=replace(ctx.video, octopus=True),
+                          buffer_dropper=transport_buffer(bbr))  # fmt: skip

@@ -27,8 +27,15 @@ frames undecodable until the next key frame.
 
 from __future__ import annotations
 
-from octoric.sim.cc.dumbo import EncoderDecision
 from octoric.sim.transport import RateSample, TransportSender, WindowContext, WindowScheme
+from octoric.sim.video_on_transport import (
+    ControlledEncoder,
+    EncoderDecision,
+    MediaApp,
+    TransportVideo,
+    TransportVideoContext,
+    register_video_transport,
+)
 
 NAME = "salsify"
 TARGET_DELAY_US = 100_000  # Salsify: keep the path's queue under 100 ms
@@ -98,3 +105,15 @@ class SalsifyControl:
         else:
             self.sent += 1
         return EncoderDecision(max(self.stream_bps, min_bps), skip)
+
+
+@register_video_transport(NAME)
+def salsify_video(ctx: TransportVideoContext) -> TransportVideo:
+    """Salsify*'s transport, its control sending or skipping each frame of the fixed quality."""
+    transport = SalsifyTransport(ctx.window)
+    video = ctx.video
+
+    def app(tx: TransportSender) -> MediaApp:
+        return ControlledEncoder(SalsifyControl(transport, tx, ctx.start_bps, video.fps, video.mtu))
+
+    return TransportVideo(transport, app)

@@ -1,0 +1,85 @@
+"""Video paced at a rate controller's target (``sim/cc``: GCC, PBE, OCC-fed, fixed, ...): the
+encoder and pacer send frames over the wired path, the receiver reports back every feedback
+interval (transport-wide feedback, RTCP PLI) over the UE's uplink."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from octoric.sim.cc import SchemeContext, build_scheme
+from octoric.sim.events import event_kind
+from octoric.sim.flows.host import FlowHost
+from octoric.sim.flows.registry import one_way_us
+from octoric.sim.flows.state import FlowState
+from octoric.sim.receiver import FeedbackBatch, VideoReceiver
+from octoric.sim.scenario import FlowSpec
+from octoric.sim.video import VideoSender
+
+
+def build(host: FlowHost, idx: int, ue: int, spec: FlowSpec) -> FlowState:
+    one_way = one_way_us(spec)
+    params: dict[str, Any] = {}
+    if spec.rate_mbps is not None:
+        params["rate_bps"] = spec.rate_mbps * 1e6
+    ctx = SchemeContext(
+        rtt_ms=spec.path.rtt_ms + 2 * spec.uplink_ms, start_bps=spec.start_mbps * 1e6,
+        min_bps=spec.min_mbps * 1e6, max_bps=spec.max_mbps * 1e6, params=params,
+    )  # fmt: skip
+    ctrl = build_scheme(spec.scheme, ctx)
+    sender = VideoSender(idx, idx + 1, spec.video, host.new_rng(), ctrl.target_bps(0))
+    sender.record_sent = ctrl.wants_sent
+    recv = VideoReceiver(sender.msgs, sender.frames)
+    recv.want_feedback = ctrl.wants_feedback
+    recv.request_keyframes = spec.video.keyframe_on_loss
+    f = FlowState(
+        idx, ue, spec, ctrl, sender, recv, host.wired_path(spec),
+        frame_us=round(1e6 / spec.video.fps), fb_us=int(spec.feedback_ms * 1000),
+        ul_delay_us=one_way + int(spec.uplink_ms * 1000), dl_delay_us=one_way,
+    )  # fmt: skip
+    t0 = int(spec.start_s * 1e6)
+    host.push(t0, FRAME, f)
+    if ctrl.wants_feedback or spec.video.keyframe_on_loss:  # RTCP: feedback, PLI
+        host.push(t0 + f.fb_us, FEEDBACK_DUE, f)
+    return f
+
+
+def _frame(host: FlowHost, t: int, f: FlowState) -> None:
+    """A frame tick: probes, the frame at the controller's target, the pacer's packets out."""
+    assert f.sender is not None and f.ctrl is not None
+    nxt = t + f.frame_us
+    last = f.spec.stop_s is not None and nxt >= f.spec.stop_s * 1e6
+    ctrl, sender = f.ctrl, f.sender
+    for c in ctrl.probe_clusters(t):  # probes start with this tick's pacing
+        sender.add_probe(c)
+    # the pacer sends until the next frame, then re-times what is left at that rate
+    pkts = sender.on_frame(t, ctrl.target_bps(t), None if last else nxt)
+    if ctrl.wants_sent:
+        ctrl.on_sent(t, sender.take_sent())
+    host.to_gnb(f, pkts)
+    if not last:
+        host.push(nxt, FRAME, f)
+
+
+def _feedback_due(host: FlowHost, t: int, f: FlowState) -> None:
+    """The receiver's feedback interval ends: its report goes up the uplink, unless the UE is
+    detached (then it keeps, and goes with the next)."""
+    assert f.receiver is not None
+    if f.spec.uplink_held_in_handover and host.detached(f.ue):
+        f.feedback_held += 1
+    else:
+        host.push(t + f.ul_delay_us, FEEDBACK_AT_SENDER, (f, f.receiver.take_feedback(t)))
+    host.push(t + f.fb_us, FEEDBACK_DUE, f)
+
+
+def _feedback_at_sender(host: FlowHost, t: int, arg: tuple[FlowState, FeedbackBatch]) -> None:
+    f, batch = arg
+    assert f.ctrl is not None
+    if batch.pli and f.sender is not None:
+        f.sender.request_keyframe()
+    if f.ctrl.wants_feedback:
+        f.ctrl.on_feedback(t, batch)
+
+
+FRAME = event_kind(_frame)
+FEEDBACK_DUE = event_kind(_feedback_due)
+FEEDBACK_AT_SENDER = event_kind(_feedback_at_sender)
