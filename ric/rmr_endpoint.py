@@ -17,6 +17,7 @@ import logging
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,21 @@ class RmrCounters:
     receive_errors: int = 0
     waited: int = 0  # sends that found the peer full and waited (backpressure)
     gave_up: int = 0  # sends dropped after waiting out their patience
+    # what the library refused (issue #43), by kind: peers_rejected (a local user not allowed,
+    # or a remote peer when denied), forged_senders (a frame naming a sender its connection's
+    # peer is not), rt_replayed (an old route table), conns_over_cap, frames_timed_out,
+    # frames_too_big; read from the library about once a second
+    rmr_refused: Counter[str] = field(default_factory=Counter)
+
+
+_REFUSALS = (
+    "peers_rejected",
+    "forged_senders",
+    "rt_replayed",
+    "conns_over_cap",
+    "frames_timed_out",
+    "frames_too_big",
+)
 
 
 @contextlib.contextmanager
@@ -122,9 +138,22 @@ class RmrEndpoint:
     def ready(self) -> bool:
         return bool(self.ctx is not None and rmr.rmr_ready(self.ctx))
 
+    def refresh_refusals(self) -> None:
+        """Copy the library's refusal counters into ``counters.rmr_refused``."""
+        try:
+            st = octoric.rmr.stats(self.ctx)
+        except Exception:  # real RMR (no octoric_rmr_stats), or closed
+            return
+        for k in _REFUSALS:
+            self.counters.rmr_refused[k] = getattr(st, k)
+
     def _receive(self) -> None:
         sbuf = None
+        next_refresh = 0.0
         while self._running:
+            if (now := time.monotonic()) >= next_refresh:
+                next_refresh = now + 1.0
+                self.refresh_refusals()
             sbuf = rmr.rmr_torcv_msg(self.ctx, sbuf, 100)
             st = sbuf.contents.state
             if st != rmr.RMR_OK:

@@ -141,16 +141,23 @@ class XappShell:
 
     def ring_drops(self) -> int:
         """Messages RMR's receive ring dropped, full (octoric's librmr counts them; real RMR
-        does not say: 0), mirrored into ``rmr_counters["dropped_ring_full"]``."""
+        does not say: 0), mirrored into ``rmr_counters["dropped_ring_full"]``; the library's
+        refusals go to ``rmr_counters["refused_<kind>"]`` on the way."""
         mrc = getattr(self.xapp, "_mrc", None)
         if mrc is None:
             return self._ring_drops
         try:
             import octoric.rmr
 
-            n = octoric.rmr.stats(mrc).dropped_overflow
+            st = octoric.rmr.stats(mrc)
+            n = st.dropped_overflow
         except Exception:  # real RMR (no octoric_rmr_stats), or no context yet
             return self._ring_drops
+        # what the library refused (issue #43): other users' connections, frames whose sender
+        # field is not their connection's peer, replayed route tables, listener limits
+        for k in ("peers_rejected", "forged_senders", "rt_replayed", "conns_over_cap",
+                  "frames_timed_out", "frames_too_big"):  # fmt: skip
+            self.rmr_counters[f"refused_{k}"] = getattr(st, k)
         if n > self._ring_drops:
             self._ring_drop_at = time.monotonic()
             self.rmr_counters["dropped_ring_full"] += n - self._ring_drops
