@@ -445,10 +445,17 @@ async def _start(node: LoadNode) -> None:
         await asyncio.sleep(0.02)
 
 
+def _shed(status: dict[str, Any]) -> int:
+    """Messages the xApp shed: its dispatch queue full, or RMR's receive ring full (the
+    library drops there when the xApp's receive thread falls behind; issue #43)."""
+    rmr = status.get("rmr", {})
+    return int(rmr.get("shed_queue_full", 0)) + int(rmr.get("dropped_ring_full", 0))
+
+
 def _seen(status: dict[str, Any]) -> int:
     """Indications the xApp took off RMR (processed or rejected) and any it shed."""
     c = status.get("counters", {})
-    return int(c.get("indications", 0)) + int(status.get("rmr", {}).get("shed_queue_full", 0))
+    return int(c.get("indications", 0)) + _shed(status)
 
 
 def _processed(status: dict[str, Any]) -> int:
@@ -469,7 +476,7 @@ def _figures(case: LoopCase, nodes: list[LoadNode], latency: list[Sample], st0: 
     expected = measured * case.flows_per_node
     processed = _processed(st1)
     lost = sent_total - processed
-    shed = int(st1.get("rmr", {}).get("shed_queue_full", 0))
+    shed = _shed(st1)
     samples = (processed - _processed(st0)) * case.n_ues * case.period_ms
     per_sample = {
         k: round((cpu1[k] - cpu0[k]) / samples * 1e6, 3) if samples else None for k in cpu0

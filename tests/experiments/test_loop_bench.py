@@ -101,3 +101,14 @@ def test_the_latency_row_is_the_median_run(monkeypatch: pytest.MonkeyPatch) -> N
     assert row["run"] == 1000.0
     assert row["p99_runs_us"] == [1300.0, 900.0, 1100.0, 950.0, 1000.0]
     assert row["socket_p99_runs_us"] == [1200.0, 800.0, 1000.0, 850.0, 900.0]
+
+
+def test_shed_counts_ring_drops() -> None:
+    """Shed = the xApp's dispatch queue full plus RMR's receive ring full (the OCC status
+    mirrors the library's ring drops into ``rmr.dropped_ring_full``): either fails
+    ``sustained``."""
+    status = {"counters": {"indications": 5}, "rmr": {"dropped_ring_full": 3}}
+    assert lb._shed(status) == 3
+    assert lb._seen(status) == 8
+    status["rmr"]["shed_queue_full"] = 2
+    assert lb._shed(status) == 5
