@@ -98,7 +98,7 @@ cxx:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(CXX_PKGS) >/dev/null; fi
 
-test-all: setup browser cxx
+test-all: setup browser cxx images
 	@command -v valgrind >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; }
 	$(PY) -m octoric.testrun --all $(PYTEST_ARGS)
 
@@ -129,11 +129,17 @@ charts: setup
 	$(PY) -m octoric.deploy.charts
 	$(PY) -m pytest -q -p no:cacheprovider tests/deploy/test_chart_netpol.py
 
-# xApp images, where a builder exists (docker or buildah); REGISTRY/TAG name them
+# xApp images with docker, or else buildah on bases made from Debian's packages (installed from
+# Debian on first use: buildah, podman to run them, mmdebstrap); REGISTRY/TAG name them
 REGISTRY ?= registry.local:5000
 TAG ?= 1.0.0
+IMAGE_PKGS := buildah podman mmdebstrap uidmap
 .PHONY: images
-images: native
+images:
+	@if ! { command -v docker >/dev/null && docker info >/dev/null 2>&1; } && \
+	  ! { command -v buildah >/dev/null && command -v mmdebstrap >/dev/null && command -v podman >/dev/null; }; then \
+	  echo "installing $(IMAGE_PKGS) (Debian)"; apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(IMAGE_PKGS) >/dev/null; fi
 	@bash charts/images.sh "$(REGISTRY)" "$(TAG)"
 
 lint: setup
