@@ -29,7 +29,7 @@ readonly BRANCH=octoric/patches
 readonly TEST_TARGETS=(rlc_octopus_liboctopus_test rlc_um_octopus_test asn1_e2sm_rc_octoric_test e2sm_rc_octopus_test
   e2_indication_granularity_test e2sm_kpm_occ_test rlc_um_tx_benchmark e2sm_rc_ue_info_report_test
   du_high_benchmark e2_tcp_network_client_test mac_test mac_test_mode_adapter_test f1u_local_connector_test
-  e2_subscription_setup_test rlc_metrics_short_period_test rlc_bearer_metrics_collector_test)
+  e2_subscription_setup_test rlc_metrics_short_period_test rlc_bearer_metrics_collector_test cu_cp_test)
 readonly BENCH_TARGET=rlc_um_tx_benchmark
 readonly BENCH_PATH=tests/benchmarks/rlc/rlc_um_tx_benchmark
 readonly CTEST_REGEX='^octoric_'

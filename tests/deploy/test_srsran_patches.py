@@ -156,12 +156,14 @@ def test_every_test_executable_of_the_series_is_built_and_run_by_build_sh() -> N
     # srsRAN's own test executables whose sources the series adds octoric_ suites to (0013:
     # tests/unittests/mac/mac_metrics_test.cpp is part of srsRAN's mac_test; 0016:
     # tests/unittests/f1u/common/f1u_connector_test.cpp is f1u_local_connector_test; 0020:
-    # tests/unittests/e2/e2_subscription_setup_test.cpp; 0021: rlc_bearer_metrics_collector_test)
+    # tests/unittests/e2/e2_subscription_setup_test.cpp; 0021: rlc_bearer_metrics_collector_test;
+    # 0009 and 0022: tests/unittests/cu_cp/cu_cp_*_handover_test.cpp are srsRAN's cu_cp_test)
     extended = {
         "mac_test",
         "f1u_local_connector_test",
         "e2_subscription_setup_test",
         "rlc_bearer_metrics_collector_test",
+        "cu_cp_test",
     }
     want = added | tested | extended
     assert want == targets, f"the series needs {sorted(want)}, build.sh builds {sorted(targets)}"
