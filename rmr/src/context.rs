@@ -549,7 +549,11 @@ impl Ctx {
         } else {
             peer::admit(local, remote, &self.peers)?
         };
-        Ok(self.peers.sender_check.then(|| SenderCheck::new(p)))
+        let check = match p {
+            Peer::Local(_) => self.peers.sender_check,
+            Peer::Remote(_) => self.peers.sender_check && self.peers.remote_sender_check,
+        };
+        Ok(check.then(|| SenderCheck::new(p)))
     }
 
     /// Register a connection we made and start its reader thread.

@@ -10,8 +10,8 @@
 //!
 //! A frame's sender field is then checked against the connection: for a local peer, the port
 //! the `src` (and `srcip`) field names must be a TCP port some process owning the peer socket
-//! listens on (its fds are read from /proc); for a remote peer, an IP in `srcip` must be the
-//! connection's peer address.
+//! listens on (its fds are read from /proc); for a remote peer (only with
+//! `OCTORIC_RMR_SENDER_CHECK=strict`), an IP in `srcip` must be the connection's peer address.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -47,6 +47,10 @@ pub struct PeerPolicy {
     pub uids: Uids,
     pub remote: bool,
     pub sender_check: bool,
+    /// Check remote peers' `srcip` too (OCTORIC_RMR_SENDER_CHECK=strict). Off by default: a
+    /// multi-homed or host-network peer's `srcip` (RMR takes its first interface's address)
+    /// need not be the address its connection comes from, and names cannot be checked.
+    pub remote_sender_check: bool,
 }
 
 impl Default for PeerPolicy {
@@ -58,13 +62,15 @@ impl Default for PeerPolicy {
             uids: Uids::List(if me == 0 { vec![0] } else { vec![me, 0] }),
             remote: true,
             sender_check: true,
+            remote_sender_check: false,
         }
     }
 }
 
 impl PeerPolicy {
     /// OCTORIC_RMR_PEER_UIDS (`any`, or uids separated by commas), OCTORIC_RMR_REMOTE_PEERS
-    /// (`allow` | `deny`), OCTORIC_RMR_SENDER_CHECK (`0` turns it off).
+    /// (`allow` | `deny`), OCTORIC_RMR_SENDER_CHECK (`0` turns it off, `strict` checks remote
+    /// peers' `srcip` too).
     pub fn from_env() -> PeerPolicy {
         let mut p = PeerPolicy::default();
         if let Ok(v) = std::env::var("OCTORIC_RMR_PEER_UIDS") {
@@ -86,6 +92,7 @@ impl PeerPolicy {
         }
         if let Ok(v) = std::env::var("OCTORIC_RMR_SENDER_CHECK") {
             p.sender_check = !matches!(v.trim(), "0" | "off" | "no");
+            p.remote_sender_check = v.trim() == "strict";
         }
         p
     }
