@@ -359,3 +359,34 @@ fn another_process_may_name_itself() {
     assert!(got.is_some(), "{}", rx.stats.json());
     rx.close();
 }
+
+#[test]
+fn a_peer_process_reconnecting_is_recognised_quickly() {
+    // the same process connecting twice: the second connection's owner lookup starts with it
+    let rx = ctx_with(cfg(None));
+    let code = format!(
+        "import socket,sys,time\n\
+         l=socket.socket(); l.bind(('127.0.0.1',0)); l.listen()\n\
+         f=bytearray(sys.stdin.buffer.read())\n\
+         src=b'peer:%d' % l.getsockname()[1]\n\
+         f[50+76:50+76+len(src)]=src\n\
+         for _ in range(2):\n    s=socket.create_connection(('127.0.0.1',{}))\n    s.sendall(f); time.sleep(0.5); s.close()\n",
+        rx.port
+    );
+    let mut c = Command::new("python3")
+        .args(["-c", &code])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    c.stdin
+        .take()
+        .unwrap()
+        .write_all(&frame(12050, "", b"ind"))
+        .unwrap();
+    let a = rx.receive(Some(Duration::from_secs(5)));
+    let b = rx.receive(Some(Duration::from_secs(5)));
+    let _ = c.wait();
+    assert!(a.is_some() && b.is_some(), "{}", rx.stats.json());
+    assert_eq!(rx.stats.forged_senders.load(Ordering::Relaxed), 0);
+    rx.close();
+}
