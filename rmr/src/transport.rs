@@ -230,6 +230,25 @@ impl std::fmt::Display for LimitError {
 
 impl std::error::Error for LimitError {}
 
+/// What frames are read from: a socket (whose reads can be given a deadline) or, for tests
+/// and fuzzing, bytes in memory.
+pub trait FrameSource: Read {
+    /// Reads wait at most `d` from now on (None: without limit).
+    fn set_deadline(&self, d: Option<Duration>) -> io::Result<()>;
+}
+
+impl FrameSource for TcpStream {
+    fn set_deadline(&self, d: Option<Duration>) -> io::Result<()> {
+        self.set_read_timeout(d)
+    }
+}
+
+impl FrameSource for &[u8] {
+    fn set_deadline(&self, _: Option<Duration>) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// The limit a reader error is about, if it is one.
 pub fn limit_error(e: &io::Error) -> Option<LimitError> {
     e.get_ref()?.downcast_ref::<LimitError>().copied()
@@ -239,8 +258,8 @@ pub fn limit_error(e: &io::Error) -> Option<LimitError> {
 /// passed on as an error (and the stream continues: its total length kept us in sync);
 /// a bad total length loses the framing, so it ends the stream, as does a frame over
 /// `limits` (too big, or not whole within the deadline once its prefix arrived).
-pub fn read_frames(
-    stream: TcpStream,
+pub fn read_frames<R: FrameSource>(
+    stream: R,
     limits: Limits,
     mut on_frame: impl FnMut(FrameResult),
 ) -> io::Result<()> {
@@ -275,7 +294,7 @@ pub fn read_frames(
                 if now >= deadline {
                     return Err(io::Error::other(LimitError::Deadline));
                 }
-                r.get_ref().set_read_timeout(Some(deadline - now))?;
+                r.get_ref().set_deadline(Some(deadline - now))?;
                 timed = true;
             }
             let old = buf.len();
@@ -302,11 +321,40 @@ pub fn read_frames(
             }
         }
         if timed {
-            r.get_ref().set_read_timeout(None)?;
+            r.get_ref().set_deadline(None)?;
         }
         match frame::parse(&buf) {
             Ok(info) => on_frame(Ok((buf, info))),
             Err(e) => on_frame(Err(e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(total: usize) -> Vec<u8> {
+        let mut f = vec![0u8; total];
+        f[0..4].copy_from_slice(&(total as u32).to_le_bytes());
+        f[4..8].copy_from_slice(&(total as u32).to_be_bytes());
+        f[8] = b'$';
+        f
+    }
+
+    #[test]
+    fn a_frame_over_the_bound_ends_the_stream() {
+        let limits = Limits {
+            max_frame: 1000,
+            ..Limits::default()
+        };
+        let data = frame(2000);
+        let e = read_frames(&data[..], limits, |_| {}).unwrap_err();
+        assert_eq!(limit_error(&e), Some(LimitError::TooBig(2000)));
+        // at the bound: read (and handed over, whatever its header says)
+        let data = frame(1000);
+        let mut n = 0;
+        read_frames(&data[..], limits, |_| n += 1).unwrap();
+        assert_eq!(n, 1);
     }
 }

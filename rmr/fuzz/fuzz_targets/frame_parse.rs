@@ -4,7 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use rmr_si::frame;
-use rmr_si::transport::read_frames;
+use rmr_si::transport::{read_frames, Limits};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(info) = frame::parse(data) {
@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = frame::check_total(frame::prefix_total(data));
     }
     let mut n = 0usize;
-    let _ = read_frames(data, |r| {
+    let _ = read_frames(data, Limits::default(), |r| {
         if let Ok((buf, info)) = r {
             assert!(info.payload_off + info.plen <= buf.len());
         }
