@@ -104,10 +104,13 @@ def ric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ric]:
     subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
     out = tmp_path_factory.mktemp("images-run")
     argv = ["ip", "netns", "exec", ns, sys.executable, "-m", "octoric.cli", "run", "--no-live",
-            "--duration", "900", "--report-dir", str(out), "--set", "xapps.enabled=[]",
+            "--duration", "900", "--set", f"report_dir={out}", "--set", "xapps.enabled=[]",
             "--set", "dashboard.enabled=false"]  # fmt: skip
     log = (out / "run.log").open("w")
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+    # the containers share the RIC's network namespace, so its RMR ports see them as local peers
+    # of uid 10001, which a run admits only when told (docs/rmr.md, OCTORIC_RMR_PEER_UIDS)
+    env = {**os.environ, "OCTORIC_RMR_PEER_UIDS": f"{os.geteuid()},{UID}"}
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env)
     try:
         deadline = time.monotonic() + 90
         state: list[Path] = []
@@ -152,9 +155,15 @@ def _container_env(ric: Ric, name: str, rmr: int, http: int, files: Path) -> dic
 @pytest.fixture(scope="module")
 def containers(ric: Ric, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """The three images started as the charts start them; their names."""
-    from octoric.deploy.xapps_component import ensure_octopus_policy_type
-
-    ensure_octopus_policy_type(ric.rt)  # what the platform's A1 holds before octopus starts
+    # what the platform's A1 holds before octopus starts (inside the RIC's namespace)
+    code = (
+        "import sys; from pathlib import Path; "
+        "from octoric.deploy.xapps_component import ensure_octopus_policy_type; "
+        "from octoric.ric.services import RicRuntime; "
+        "ensure_octopus_policy_type(RicRuntime.read(Path(sys.argv[1])))"
+    )
+    r = ric.sh(sys.executable, "-c", code, str(ric.run_dir / "ric.json"))
+    assert r.returncode == 0, r.stderr[-2000:]
     names: dict[str, str] = {}
     try:
         for x in XAPPS:
@@ -198,7 +207,9 @@ def _wait(check: Any, what: str, timeout: float = 60.0) -> Any:
 
 
 def _logs(name: str) -> str:
-    return podman.podman("logs", name, check=False)[-3000:]
+    """The container's output (podman logs gives its stderr, where the xApps log, on stderr)."""
+    r = subprocess.run(podman.argv("logs", name), capture_output=True, text=True, timeout=30)
+    return (r.stdout + r.stderr)[-4000:]
 
 
 @pytest.mark.parametrize("xapp", XAPPS)

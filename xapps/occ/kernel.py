@@ -24,12 +24,21 @@ IntArray = npt.NDArray[np.int64]
 
 
 def _jit(fn: F) -> F:
-    """``numba.njit(cache=True)`` when numba is installed, else the Python function."""
+    """``numba.njit(cache=True)`` when numba is installed, else the Python function.
+
+    The cache lives beside the source (``__pycache__``) or in ``NUMBA_CACHE_DIR``. Where neither
+    can be written (an image's read-only root filesystem without ``NUMBA_CACHE_DIR``; numba
+    raises at decoration time) the kernel is compiled at each start instead of not at all."""
     try:
         numba = importlib.import_module("numba")
     except ImportError:  # pragma: no cover - numba is a declared dependency
         return fn
-    return cast(F, numba.njit(cache=True, nogil=True)(fn))
+    try:
+        return cast(F, numba.njit(cache=True, nogil=True)(fn))
+    except RuntimeError as e:
+        if "cannot cache" not in str(e):
+            raise
+        return cast(F, numba.njit(cache=False, nogil=True)(fn))
 
 
 def compiled() -> bool:
