@@ -330,8 +330,9 @@ def test_forged_indication_to_an_xapp(env: Env) -> None:
 
 
 def test_replayed_route_table(env: Env) -> None:
-    """routes.rt is the user's only; an old (signed) table replayed to the OCC xApp's route
-    port is refused: nobody cannot even connect, and the run's own user gets 'replayed'."""
+    """routes.rt is the user's only; an old (signed) table that still routes to a deregistered
+    xApp, replayed to e2term's route port, is refused: nobody cannot even connect, and the
+    run's own user gets 'replayed'."""
     seed = env.stack.rt.seed_file
     assert stat.S_IMODE(seed.stat().st_mode) == 0o600
     assert attack("read", str(seed))["read"] is False
@@ -345,20 +346,16 @@ def test_replayed_route_table(env: Env) -> None:
     assert http("POST", env.stack.url("appmgr_port", "/ric/v1/register"), body)[0] == 201
     assert _wait(lambda: gone in seed.read_text())
     old = seed.read_text()  # what a reader of routes.rt could have kept
+    time.sleep(1.0)  # pushed to every platform endpoint
     http("POST", env.stack.url("appmgr_port", "/ric/v1/deregister"), {"appName": "gone"})
     assert _wait(lambda: gone not in seed.read_text())
-    time.sleep(1.0)  # pushed to the xApp
-    route_port = env.occ.rmr_port + 1
-    src = f"127.0.0.1:{env.stack.rt.ric.e2term_rmr_port}"  # any name: nobody's is refused
-    f = frame(mt.RMRRM_TABLE_DATA, old.encode(), src).hex()
-    before = occ_rmr(env)
-    r = attack("send", route_port, 2, stdin=f)
+    time.sleep(1.0)  # the newer table pushed
+    route_port = env.stack.rt.ric.e2term_rmr_port + 1
+    src = f"127.0.0.1:{env.stack.rt.ric.submgr_rmr_port}"  # any name: nobody's is refused
+    rej0 = e2term_refused(env, "peers_rejected")
+    r = attack("send", route_port, 2, stdin=frame(mt.RMRRM_TABLE_DATA, old.encode(), src).hex())
     assert not r.get("text", "").startswith("OK"), f"nobody's replay was installed: {r}"
-    assert _wait(
-        lambda: (
-            occ_rmr(env).get("refused_peers_rejected", 0) > before.get("refused_peers_rejected", 0)
-        )
-    )
+    assert _wait(lambda: e2term_refused(env, "peers_rejected") > rej0)
     # the same replay from the run's user (it may connect): refused as a replay, counted
     from octoric.ric.rmr_endpoint import RmrEndpoint
 
@@ -374,11 +371,10 @@ def test_replayed_route_table(env: Env) -> None:
         finally:
             e.close()
 
+    replayed0 = e2term_refused(env, "rt_replayed")
     ack = env.lt.call(replay())
     assert ack.startswith("ERR") and "replayed" in ack, ack
-    assert _wait(
-        lambda: occ_rmr(env).get("refused_rt_replayed", 0) > before.get("refused_rt_replayed", 0)
-    )
+    assert _wait(lambda: e2term_refused(env, "rt_replayed") > replayed0)
 
 
 def test_idle_connection_flood(env: Env) -> None:
