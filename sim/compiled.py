@@ -22,11 +22,14 @@ from pathlib import Path
 from octoric.sim.errors import SimError
 
 # the per-packet and per-slot paths of 16 UEs on the transport (profiled: transport, engine
-# dispatch, the scheduler, RLC queues, video sender/receiver, BBR / RoCC / Dumbo)
+# dispatch, the scheduler, RLC queues, video sender/receiver, BBR / RoCC / Dumbo), and the flow
+# kinds' per-frame and per-ACK handlers the engine calls
 HOT_MODULES = (
     "sim/transport.py", "sim/rlc.py", "sim/engine.py", "sim/ran.py", "sim/packets.py",
     "sim/receiver.py", "sim/video.py", "sim/cc/bbr.py", "sim/cc/rocc.py", "sim/cc/dumbo.py",
-    "sim/channels/fading.py",
+    "sim/channels/fading.py", "sim/events.py", "sim/video_on_transport.py",
+    "sim/flows/state.py", "sim/flows/packet_transport.py", "sim/flows/rtp_video.py",
+    "sim/flows/transport_video.py",
 )  # fmt: skip
 STAMP = ".octoric-compiled"
 
