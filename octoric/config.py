@@ -24,8 +24,9 @@ class RedisConfig:
     port: int = ports.REDIS  # 0: the embedded server picks a free port
     external: bool = False  # True: use a Redis already listening at host:port
     # the private server: ACL users with per-run passwords (0600 files in the run folder), the
-    # default user off (docs/ric.md "Security"); false: no password, as before
-    auth: bool = False
+    # default user off (docs/ric.md "Security"); false: no password (anyone on the host may
+    # read and write the RIC's state)
+    auth: bool = True
     # an external Redis that wants a password: its ACL user (empty: ``default``, as with
     # ``requirepass``) and a file whose first line is the password (never the password itself:
     # the config goes into report.json)

@@ -150,6 +150,37 @@ def command(host: str, port: int, auth: RedisAuth | None, *args: str, timeout: f
         return ""
 
 
+def refusals(host: str, port: int, admin: RedisAuth, timeout: float = 2.0) -> dict[str, int]:
+    """How many commands Redis refused since it started, by cause, from ``INFO errorstats``
+    (admin only): ``noauth`` (not logged in), ``wrongpass`` (a failed AUTH), ``noperm`` (a
+    command or key the user may not use). Empty when Redis cannot be asked."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            user = [admin.username] if admin.username else []
+            s.sendall(_resp("AUTH", *user, admin.password()) + _resp("INFO", "errorstats"))
+            data = b""
+            # the replies: +OK, then a bulk string ($<length>, the text): read to its end
+            while True:
+                parts = data.split(b"\r\n", 2)
+                bulk = len(parts) == 3 and parts[1].startswith(b"$")
+                if bulk and len(parts[2]) >= int(parts[1][1:]):
+                    break
+                chunk = s.recv(65536)
+                if not chunk:
+                    return {}
+                data += chunk
+    except (OSError, ValueError, OctoricError):
+        return {}
+    if parts[0] != b"+OK":
+        return {}
+    out = {"noauth": 0, "wrongpass": 0, "noperm": 0}
+    for line in parts[2].decode(errors="replace").splitlines():
+        m = re.match(r"errorstat_([A-Z]+):count=(\d+)", line)
+        if m and m[1].lower() in out:
+            out[m[1].lower()] = int(m[2])
+    return out
+
+
 def admin_auth(run_dir: Path) -> RedisAuth:
     """The admin's credentials of the run whose folder this is (none: its Redis has no ACL)."""
     path = run_dir / ADMIN_PASSWORD_FILE

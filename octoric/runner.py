@@ -29,6 +29,7 @@ from octoric.redis_server import (
     ping,
     probe,
     redis_binary,
+    refusals,
     server_argv,
     write_acl,
 )
@@ -46,10 +47,16 @@ class RedisComponent:
     The private server keeps an append-only file in ``<run_dir>/redis`` and runs as a supervised
     child: if it dies, it is restarted on the same port and reloads every key, so the RIC and
     the xApps lose no state (restart budget: ``REDIS_RESTARTS`` per minute).
+
+    With ``redis.auth`` it counts what Redis refused (``refused``: not logged in, wrong
+    password, not permitted; Redis' own ``INFO errorstats``, read as the admin every
+    ``WATCH_S``) and logs each increase: the RIC's processes never cause one, so a count is
+    someone on this host trying the RIC's Redis.
     """
 
     name = "redis"
     REDIS_RESTARTS = 5
+    WATCH_S = 2.0
 
     def __init__(self) -> None:
         self.child: ChildProcess | None = None
@@ -57,6 +64,8 @@ class RedisComponent:
         self.port = 0
         self.external = False
         self.pid: int | None = None
+        self.refused = {"noauth": 0, "wrongpass": 0, "noperm": 0}
+        self._watch: asyncio.Task[None] | None = None
 
     async def start(self, ctx: RunContext) -> None:
         cfg = ctx.config.redis
@@ -102,9 +111,34 @@ class RedisComponent:
                 await self.child.stop()
                 raise OctoricError(f"the private Redis refused the run's credentials: {state}")
             self.pid = self.child.proc.pid if self.child.proc else None
+            if ctx.redis_admin.enabled:
+                self._watch = asyncio.create_task(self._count_refusals(ctx.redis_admin))
         ctx.redis_host, ctx.redis_port = self.host, self.port
 
+    async def _count_refusals(self, admin: RedisAuth) -> None:
+        # our own start-up probes (PING before AUTH) are in the first reading: not counted
+        last = await asyncio.to_thread(refusals, self.host, self.port, admin)
+        while True:
+            await asyncio.sleep(self.WATCH_S)
+            now = await asyncio.to_thread(refusals, self.host, self.port, admin)
+            if not now:  # Redis away (restarting): the next reading tells
+                continue
+            # a restarted Redis counts from 0 again
+            new = {k: n - last.get(k, 0) if n >= last.get(k, 0) else n for k, n in now.items()}
+            last = now
+            if any(new.values()):
+                for k, n in new.items():
+                    self.refused[k] += n
+                log.warning(
+                    "Redis refused %d command(s) not logged in, %d failed logins and %d not "
+                    "permitted since the last look: someone on this host is trying the RIC's "
+                    "Redis (counted in the report under redis.refused)",
+                    new["noauth"], new["wrongpass"], new["noperm"],
+                )  # fmt: skip
+
     async def stop(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
         if self.child is not None:
             await self.child.stop()
 
@@ -112,10 +146,17 @@ class RedisComponent:
         up = self.child is None or (
             self.child.proc is not None and self.child.proc.returncode is None
         )
-        return f"redis :{self.port} {'up' if up else 'down'}"
+        refused = sum(self.refused.values())
+        return f"redis :{self.port} {'up' if up else 'down'}" + (
+            f", {refused} refused" if refused else ""
+        )
 
     def report(self) -> dict[str, Any]:
-        rep = {"host": self.host, "port": self.port, "external": self.external, "pid": self.pid}
+        rep: dict[str, Any] = {
+            "host": self.host, "port": self.port, "external": self.external, "pid": self.pid
+        }  # fmt: skip
+        if self._watch is not None:  # counted only where the run holds Redis' admin
+            rep["refused"] = dict(self.refused)
         if self.child is not None:
             rep["restarts"] = self.child.restarts
             rep["pid"] = self.child.proc.pid if self.child.proc else self.pid

@@ -116,7 +116,8 @@ def test_killed_redis_comes_back_with_its_data(tmp_path: Path) -> None:
         while not ping("127.0.0.1", port):
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
-        client = redis.Redis(host="127.0.0.1", port=port)
+        user, password = ctx.redis_auth.credentials()  # the run's Redis user (issue #43)
+        client = redis.Redis(host="127.0.0.1", port=port, username=user, password=password)
         await asyncio.to_thread(client.set, "octoric.test", b"kept")
         assert comp.child is not None and comp.child.proc is not None
         first = comp.child.proc.pid

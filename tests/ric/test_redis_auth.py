@@ -104,7 +104,7 @@ def _logs(base: Path) -> str:
 
 
 @contextlib.contextmanager
-def ric_with_own_redis(extra: tuple[str, ...] = ("redis.auth=true",)) -> Iterator[OwnRedisRic]:
+def ric_with_own_redis(extra: tuple[str, ...] = ()) -> Iterator[OwnRedisRic]:
     """``octoric ric up`` with the Redis it starts itself, its run folder below a folder every
     user may enter (as a checkout's build/run is; pytest's tmp_path is private to root, which
     would hide what the run folder's own modes do)."""
@@ -195,6 +195,11 @@ def test_a_local_user_cannot_forge_stop_or_read_the_ric(tmp_path: Path) -> None:
             why = _reply(app, *args)  # DEBUG and MODULE: off in redis-server itself (7.0+)
             assert why.startswith("NoPermissionError") or "command not allowed" in why, args
         assert _reply(app, "SET", "{octoric.t},k", "v") == "True"
+        # what Redis refused is counted and said (octoric.runner.RedisComponent)
+        deadline = time.monotonic() + 10
+        while "Redis refused" not in ric.log.read_text():
+            assert time.monotonic() < deadline, ric.log.read_text()[-2000:]
+            time.sleep(0.2)
         time.sleep(1.5)  # a watchdog round of every process after the attacks
         assert [ric.ready(c) for c in COMPONENTS] == [200] * len(COMPONENTS), ric.log.read_text()[
             -2000:
