@@ -476,7 +476,7 @@ def test_a_port_left_out_of_the_policy_fails(tmp_path: Path) -> None:
     )
     problems = check(list(c.values()), [None])
     assert any(
-        "handover: port 4581" in p and "covered by no ingress rule" in p for p in problems
+        "handover: port 4561" in p and "covered by no ingress rule" in p for p in problems
     ), problems
     assert not [p for p in problems if "occ:" in p or "octopus:" in p], problems
 
@@ -542,7 +542,7 @@ def test_a_wrong_platform_label_fails(tmp_path: Path) -> None:
         '(printf "%s-%s-x" $pns $c)',
     )
     problems = check([c["octopus"]], [None])
-    assert any("octopus: rmr-route port 4591 refuses rtmgr" in p for p in problems), problems
+    assert any("octopus: rmr-route port 4561 refuses rtmgr" in p for p in problems), problems
 
 
 def test_the_schema_refuses_a_misspelt_widening(tmp_path: Path) -> None:

@@ -48,6 +48,7 @@ from octoric.xapps.base.subscription import (
     SubmgrClient,
     SubscriptionRequest,
     SubscriptionResponse,
+    client_host,
 )
 
 log = logging.getLogger("xapps.subscriptions")
@@ -79,6 +80,7 @@ class NodeSub:
 
 
 WantsFn = Callable[[E2Node], list[Wanted]]
+MAX_EARLY = 64  # outcomes kept while their POST has not returned
 RETRY_MAX_S = 60.0  # a failed request is asked again after 2, 4, 8 ... rounds, at most this
 
 
@@ -103,7 +105,9 @@ class NodeSubscriptions:
         self.retry_max_s = RETRY_MAX_S  # the longest wait before a failed request is retried
         self._resubscribe = False
         self._connected: dict[str, bool] = {}  # per meid, as last seen
-        self._lock = threading.Lock()  # subs
+        self._lock = threading.Lock()  # subs, _unnamed, _early
+        self._unnamed = 0  # requests whose POST has not returned submgr's SubscriptionId yet
+        self._early: dict[str, SubscriptionResponse] = {}  # outcomes that came before it
 
     def configure(self, nodes: tuple[str, ...], period_s: float, timeout_s: float) -> None:
         self.nodes, self.period_s, self.timeout_s = nodes, period_s, timeout_s
@@ -135,10 +139,10 @@ class NodeSubscriptions:
             return Counter(s.state for s in self.subs.values())
 
     # --- one subscription ------------------------------------------------------------------
-    def request(self, meid: str, sid: str, want: Wanted) -> SubscriptionRequest:
+    def request(self, meid: str, sid: str | None, want: Wanted) -> SubscriptionRequest:
         return SubscriptionRequest(
             meid, want.ran_function_id, want.event_trigger, want.action_definition,
-            self.shell.host, self.shell.http_port, self.shell.rmr_port,
+            client_host(self.shell.host), self.shell.http_port, self.shell.rmr_port,
             xapp_event_instance_id=1, subscription_id=sid,
         )  # fmt: skip
 
@@ -151,26 +155,42 @@ class NodeSubscriptions:
 
     def subscribe(self, meid: str, want: Wanted, failures: int = 0) -> NodeSub:
         """Ask submgr for ``want`` on ``meid``; ``failures``: requests for it that failed in a
-        row before this one (the backoff goes on from there)."""
-        # our own id: submgr's outcome cannot arrive before we hold the record
-        sid = f"{self.shell.name}-{want.kind}-{uuid.uuid4().hex[:12]}"
-        sub = NodeSub(meid, want.kind, sid, "requesting", time.monotonic(),
+        row before this one (the backoff goes on from there).
+
+        The request carries no SubscriptionId: on O-RAN SC's submgr a SubscriptionId names an
+        existing REST subscription (a retransmission or an update; 404 when it has none by that
+        name), and submgr names a new one in its 201 answer. Until that answer the record holds
+        a local id; an outcome that arrives before it is kept and applied then."""
+        local = f"{self.shell.name}-{want.kind}-{uuid.uuid4().hex[:12]}"
+        sub = NodeSub(meid, want.kind, local, "requesting", time.monotonic(),
                       measurements=want.measurements, failures=failures)  # fmt: skip
         key = self._key(meid, want.kind)
         with self._lock:
             self.subs[key] = sub
+            self._unnamed += 1
+        try:
+            sid = self.submgr.subscribe(self.request(meid, None, want))
+        except SubmgrError as e:
+            with self._lock:
+                self._unnamed -= 1
+            self._failed(sub, str(e))
+            return sub
+        with self._lock:
+            sub.subscription_id = sid
+            self._unnamed -= 1
+            early = self._early.pop(sid, None)
+            if not self._unnamed:
+                self._early.clear()
         self.shell.sdl.set_json(
             f"{self.sdl_prefix}{key}",
             {"subscription_id": sid, "meid": meid, "kind": want.kind,
              "measurements": list(want.measurements)},
         )  # fmt: skip
-        try:
-            self.submgr.subscribe(self.request(meid, sid, want))
-            self.counters["subscriptions_requested"] += 1
-            asked = ", ".join(want.measurements) or f"RAN function {want.ran_function_id}"
-            log.info("%s subscription to %s requested (%s)", want.kind, meid, asked)
-        except SubmgrError as e:
-            self._failed(sub, str(e))
+        self.counters["subscriptions_requested"] += 1
+        asked = ", ".join(want.measurements) or f"RAN function {want.ran_function_id}"
+        log.info("%s subscription to %s requested (%s): %s", want.kind, meid, asked, sid)
+        if early is not None:
+            self.on_response(early)
         return sub
 
     def _failed(self, sub: NodeSub, error: str) -> None:
@@ -205,6 +225,11 @@ class NodeSubscriptions:
             sub = next(
                 (s for s in self.subs.values() if s.subscription_id == resp.subscription_id), None
             )
+            if sub is None and self._unnamed and len(self._early) < MAX_EARLY:
+                # submgr's outcome before its answer to our POST named the subscription
+                self._early[resp.subscription_id] = resp
+                self.counters["early_subscription_responses"] += 1
+                return
         if sub is None:
             self.counters["unknown_subscription_responses"] += 1
             raise RestError(404, "unknown_subscription", f"no subscription {resp.subscription_id}")

@@ -19,6 +19,19 @@ from octoric.xapps.base.errors import RestError, SubmgrError
 DEFAULT_SUBMGR_URL = "http://service-ricplt-submgr-http.ricplt:8088/ric/v1/subscriptions"
 
 
+CLIENT_HOST_ENV = "OCTORIC_CLIENT_HOST"
+
+
+def client_host(default: str) -> str:
+    """The ``ClientEndpoint.Host`` of our requests: ``$OCTORIC_CLIENT_HOST`` (the charts set
+    it to the xApp's HTTP Service, ``service-ricxapp-<name>-http.<namespace>``), else
+    ``default`` (the address the xApp listens on). O-RAN SC's submgr POSTs the outcome to
+    ``<Host>:<HTTPPort>`` and asks rtmgr to route the indications to ``<Host with "http"
+    replaced by "rmr">:<RMRPort>``, the name rtmgr knows the xApp by (appmgr registers every
+    xApp as ``service-ricxapp-<name>-rmr.ricxapp``); a pod address there is refused (400)."""
+    return os.environ.get(CLIENT_HOST_ENV) or default
+
+
 def submgr_url() -> str:
     """``$SUBMGR_URL`` (set by octoric.deploy.xapp_env), else the O-RAN SC service name."""
     return os.environ.get("SUBMGR_URL") or DEFAULT_SUBMGR_URL
@@ -124,11 +137,9 @@ class SubscriptionResponse:
                     f"SubscriptionInstances[{i}]: XappEventInstanceId and E2EventInstanceId "
                     "must be integers",
                 )
-            out.append(
-                SubscriptionInstance(
-                    xid, eid, str(inst.get("ErrorCause") or ""), str(inst.get("ErrorSource") or "")
-                )
-            )
+            # O-RAN SC's submgr reports a success with ErrorCause " ": blank is no error
+            cause = str(inst.get("ErrorCause") or "").strip()
+            out.append(SubscriptionInstance(xid, eid, cause, str(inst.get("ErrorSource") or "")))
         return cls(body["SubscriptionId"], tuple(out))
 
 

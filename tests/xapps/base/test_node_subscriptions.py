@@ -35,14 +35,20 @@ class FakeSubmgr:
         self.posted: list[SubscriptionRequest] = []
         self.deleted: list[str] = []
         self.down = False
+        self.ids = itertools.count(1)
+        self.respond_first: Any = None
 
     def subscribe(self, req: SubscriptionRequest) -> str:
         if self.down:
             raise SubmgrError("submgr unreachable")
-        assert req.subscription_id is not None
+        # as O-RAN SC's submgr: a new subscription carries no id, submgr names it
+        assert req.subscription_id is None
         self.posted.append(req)
-        self.held[req.subscription_id] = req
-        return req.subscription_id
+        sid = f"sm-{next(self.ids)}"
+        self.held[sid] = req
+        if self.respond_first is not None:  # the outcome overtakes the POST's answer
+            self.respond_first(sid)
+        return sid
 
     def delete(self, subscription_id: str, timeout_s: float | None = None) -> bool:
         if self.down:
@@ -96,7 +102,8 @@ def test_subscribes_what_each_node_offers(env: Any) -> None:
     req = submgr.posted[0]
     assert (req.meid, req.ran_function_id, req.host, req.http_port, req.rmr_port) == (
         "gnb_a", 2, "127.0.0.1", 8999, 4999)  # fmt: skip
-    assert req.subscription_id is not None and req.subscription_id.startswith("test-kpm-")
+    assert req.subscription_id is None  # submgr names it (O-RAN SC's submgr: 404 otherwise)
+    assert m.subs["kpm.gnb_a"].subscription_id in submgr.held
     sdl = m.shell.sdl
     assert set(sdl.find("sub.")) == {"sub.kpm.gnb_a", "sub.kpm.gnb_b", "sub.rc.gnb_a"}
     sid = m.subs["rc.gnb_a"].subscription_id
@@ -394,3 +401,19 @@ def test_a_request_without_outcome_counts_in_the_row(env: Any, clock: Clock) -> 
     assert again.subscription_id != first.subscription_id and again.failures == 3
     _respond(m, again.subscription_id, 0, REFUSED)
     assert again.failures == 4 and again.retry_at == clock.t + 16
+
+
+def test_outcome_before_the_post_returns(env: Any) -> None:
+    """submgr may POST the outcome before its 201 names the subscription: it is kept and
+    applied once the name is known; an unknown one with nothing pending is still a 404."""
+    m, submgr, nodes = env
+    submgr.respond_first = lambda sid: _respond(m, sid, 7)
+    nodes[:] = [_node("gnb_a", rc=False)]
+    m.discover_once()
+    sub = m.subs["kpm.gnb_a"]
+    assert sub.subscription_id in submgr.held
+    assert (sub.state, sub.e2_instance_id) == ("active", 7)
+    assert m.counters["early_subscription_responses"] == 1
+    assert m.shell.sdl.get_json("sub.kpm.gnb_a")["subscription_id"] == sub.subscription_id
+    with pytest.raises(RestError):
+        _respond(m, "nope", 1)
