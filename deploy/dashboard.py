@@ -15,7 +15,9 @@ and asks the components for their status:
 ``GET /api/state?series=N&truth=M&events=K`` returns what is new after those counts, so the
 page (``dashboard.html``, plots by plotly.js served from the installed ``plotly`` package,
 no network needed) fetches only the last second each second. Everything here is read-only;
-it binds loopback unless ``dashboard.host`` says otherwise.
+it binds loopback unless ``dashboard.host`` says otherwise, and answers only Host names
+``contracts.hosts`` allows (loopback, ``ric.allowed_hosts``): a DNS-rebinding page gets 421
+(counted, ``host_refused`` in the report).
 """
 
 from __future__ import annotations
@@ -24,13 +26,16 @@ import asyncio
 import json
 import logging
 import time
+from collections import Counter
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from aiohttp import ClientSession, ClientTimeout, web
 
+from octoric.contracts import hosts
 from octoric.errors import OctoricError
+from octoric.ric.services import host_middleware
 from octoric.supervisor import Component, RunContext
 
 log = logging.getLogger("octoric.dashboard")
@@ -113,6 +118,8 @@ class DashboardComponent:
         self._xapps: dict[str, dict[str, Any]] = {}
         self._poller: asyncio.Task[None] | None = None
         self._plotly: bytes | None = None
+        self._hosts = hosts.HostPolicy("127.0.0.1", 0)  # set in start: loopback names only
+        self.refused: Counter[str] = Counter()  # requests refused before a handler, by kind
 
     # --- the component ------------------------------------------------------------------------
     async def start(self, ctx: RunContext) -> None:
@@ -121,6 +128,7 @@ class DashboardComponent:
         files = {"series": SERIES_FILE, "truth": TRUTH_FILE, "events": EVENTS_FILE}
         self._tails = {key: Tail(run / name) for key, name in files.items()}
         self.run_dir = run
+        self._hosts = hosts.policy(cfg.host, cfg.port, ctx.config.ric.allowed_hosts)
         self._runner = web.AppRunner(self.app(), access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, cfg.host, cfg.port)
@@ -134,6 +142,7 @@ class DashboardComponent:
                 "with --set dashboard.enabled=false"
             ) from None
         port = self._runner.addresses[0][1] if self._runner.addresses else cfg.port
+        self._hosts = hosts.HostPolicy(cfg.host, int(port), self._hosts.extra)
         self.url = f"http://{cfg.host}:{port}/"
         print(f"octoric dashboard: {self.url}", flush=True)
         self._poller = asyncio.create_task(self._poll_xapps())
@@ -148,14 +157,16 @@ class DashboardComponent:
         return f"dashboard {self.url}" if self.url else "dashboard starting"
 
     def report(self) -> dict[str, Any]:
-        return {"url": self.url, "requests": self.requests, "bad_requests": self.bad_requests}
+        return {"url": self.url, "requests": self.requests, "bad_requests": self.bad_requests,
+                "host_refused": self.refused["host"]}  # fmt: skip
 
     def failed(self) -> str | None:
         return None
 
     # --- HTTP ----------------------------------------------------------------------------------
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[self._count_requests])
+        guard = host_middleware(lambda: self._hosts, self.refused)
+        app = web.Application(middlewares=[guard, self._count_requests])
         app.router.add_get("/", self._page)
         app.router.add_get("/static/plotly.min.js", self._plotly_js)
         app.router.add_get("/api/state", self._state)

@@ -12,7 +12,9 @@ service). Here:
   rtmgr-lite pushes updates), ``RMR_SRC_ID``; ``DBAAS_SERVICE_HOST``/``PORT`` for the SDL,
   and, when the run's Redis wants credentials, ``OCTORIC_REDIS_USER`` /
   ``OCTORIC_REDIS_PASSWORD_FILE`` (``octoric.xapps.base.sdl.use_redis_credentials`` hands
-  them to ricsdl); ``CONFIG_FILE``, the xApp descriptor.
+  them to ricsdl); ``CONFIG_FILE``, the xApp descriptor;
+- ``OCTORIC_SUBMGR_CALLBACK_AUTH=token`` (octoric's submgr sends the token with subscription
+  outcomes) and ``OCTORIC_ALLOWED_HOSTS`` (``ric.allowed_hosts``).
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from octoric.contracts import auth
+from octoric.contracts import auth, hosts
 from octoric.redis_server import PASSWORD_FILE_ENV, USER_ENV
 from octoric.ric.services import HOST, RicRuntime
+from octoric.xapps.base.shell import CALLBACK_AUTH_ENV
 
 
 def xapp_environment(
@@ -56,6 +59,10 @@ def xapp_environment(
             "DBAAS_SERVICE_PORT": str(rt.redis_port),
             "CONFIG_FILE": str(config_file),
             "SUBMGR_URL": f"http://{HOST}:{rt.ric.submgr_rest_port}/ric/v1/subscriptions",
+            # octoric's submgr sends the token with every subscription outcome: want it
+            CALLBACK_AUTH_ENV: "token",
+            # the Host names the xApp's HTTP server answers beyond loopback (contracts.hosts)
+            hosts.HOSTS_ENV: ",".join(rt.ric.allowed_hosts),
         }
     )
     for name in (USER_ENV, PASSWORD_FILE_ENV):  # this run's Redis user, never another's

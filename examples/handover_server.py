@@ -6,10 +6,13 @@ It uses only ``octoric.xapps.handover.client`` (standard library; a real server 
 one file): it registers a signed webhook with the xApp, verifies every delivery, keeps per-UE
 state, and prints what it would decide. Beside ``make run``::
 
-    .venv/bin/python examples/handover_server.py              # the run's token from build/run
+    make run RUN_ARGS='--set xapps.controls.handover.webhook_allow=["127.0.0.1:9000"]'
+    .venv/bin/python examples/handover_server.py --port 9000  # the run's token from build/run
     .venv/bin/python examples/handover_server.py --ue 1000 --ue 1001 --stream   # SSE instead
 
-Ctrl-C deletes the subscription. The token is the run's (``<run folder>/api-token``;
+The handover xApp delivers to loopback and private addresses only where its
+``controls.webhook_allow`` lists them (docs/handover.md), hence the ``--set``. Ctrl-C deletes
+the subscription. The token is the run's (``<run folder>/api-token``;
 ``--token`` or ``$OCTORIC_API_TOKEN`` otherwise).
 """
 
@@ -93,6 +96,7 @@ def main() -> int:
     ap.add_argument("--token", help="the run's API token (default: the latest run's)")
     ap.add_argument("--ue", type=int, action="append", default=[], help="only these UEs")
     ap.add_argument("--stream", action="store_true", help="follow the SSE stream, no webhook")
+    ap.add_argument("--port", type=int, default=9000, help="the webhook's port on 127.0.0.1")
     args = ap.parse_args()
     token = find_token(args.token)
     server = Server()
@@ -113,9 +117,13 @@ def main() -> int:
         sse.stop()
         return 0
     secret = secrets.token_hex(32)
-    recv = client.WebhookReceiver(secret, server.on_event)
+    recv = client.WebhookReceiver(secret, server.on_event, port=args.port)
     body = {"url": recv.url, "secret": secret, "filters": {"ues": args.ue}}
     code, made = call("POST", f"{args.xapp}/handover/v1/subscriptions", token, body)
+    if code == 403 and "target_not_allowed" in str(made):  # loopback needs the allow-list
+        recv.close()
+        allow = f'xapps.controls.handover.webhook_allow=["127.0.0.1:{args.port}"]'
+        raise SystemExit(f"{made}\nstart the run with --set '{allow}'")
     if code != 201:
         raise SystemExit(f"subscription refused ({code}): {made}")
     print(f"webhook {made['id']} at {recv.url}; waiting for handovers (Ctrl-C stops)", flush=True)

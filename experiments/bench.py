@@ -300,7 +300,9 @@ def _measure_in(tmp: Path, wl: Workload, n_gnbs: int, duration_s: float) -> dict
             probe = start_probe(stack, tmp, duration_s + 120)
             procs.append(probe)
             _wait(lambda: any("ready" in x for x in probe.lines()), 60, "the probe", procs)
-            ho, http = start_handover_xapp(stack, tmp, {"detection": "rc"})
+            # the webhook receiver listens on loopback: allow-listed (#43)
+            controls = {"detection": "rc", "webhook_allow": ["127.0.0.1"]}
+            ho, http = start_handover_xapp(stack, tmp, controls)
             procs.append(ho)
             _wait(lambda: all(n.subs for n in nodes), 60, "RC subscriptions", procs)
             hook = start_webhook_receiver(tmp, "b" * 32, duration_s + 120)

@@ -74,6 +74,10 @@ class RicConfig:
     e2_read_timeout_s: float = 10.0
     e2_max_half_open: int = 64
     e2_idle_takeover_s: float = 15.0
+    # Host names every HTTP listener of the run (RIC, xApps, dashboard) answers beyond
+    # localhost/127.0.0.1/[::1]: "name" (any port), "name:port", or "*" for any; empty: only
+    # loopback names, or any Host on a listener bound to a non-loopback address (docs/running.md)
+    allowed_hosts: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -37,7 +37,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from octoric import log as octolog
 from octoric import realtime
 from octoric.config import RicConfig
-from octoric.contracts import auth
+from octoric.contracts import auth, hosts
 from octoric.e2sm.transport import Transport
 from octoric.redis_server import RedisAuth
 from octoric.ric.sdl import Sdl
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ric.services")
 COMPONENTS = ("platform", "e2term", "submgr", "a1")
+APPMGR_SERVICE = "service-ricplt-appmgr-http.ricplt"  # where ricxappframe registers (O-RAN SC)
 HOST = "127.0.0.1"
 
 
@@ -125,6 +126,7 @@ HELP = {
     "sdl_reseeds": "times Redis came back empty and this process wrote its state back",
     "sdl_errors": "SDL watchdog rounds that could not reach Redis",
     "rest_unauthorized": "REST calls refused for want of the run's API token",
+    "rest_bad_host": "REST calls refused (421) for a Host header this listener does not serve",
     "sent": "RMR messages sent",
     "received": "RMR messages received",
     "send_failures": "RMR sends that failed after their retries",
@@ -214,11 +216,12 @@ class _SdlStats:
     sdl_healthy: int  # 1 / 0 (a gauge)
     rest_unauthorized: int  # requests refused without the run's token
     rest_sdl_unavailable: int  # requests answered 503: Redis unreachable or too slow
+    rest_bad_host: int  # requests refused for their Host header (421)
 
 
 def _sdl_stats(sdl: Sdl) -> _SdlStats:
     return _SdlStats(sdl.reseeds, sdl.errors, int(sdl.healthy), REST_AUTH["unauthorized"],
-                     REST_SDL["unavailable"])  # fmt: skip
+                     REST_SDL["unavailable"], REST_HOST["host"])  # fmt: skip
 
 
 def _stats_dict(*objs: Any) -> dict[str, Any]:
@@ -239,6 +242,29 @@ def write_private(path: Path, text: str) -> None:
 
 
 REST_AUTH: Counter[str] = Counter()  # requests refused for want of the run's token
+REST_HOST: Counter[str] = Counter()  # requests refused for a Host this listener does not serve
+
+
+def host_middleware(policy: Callable[[], hosts.HostPolicy], refused: Counter[str]) -> Any:
+    """Answer only the Host names ``policy()`` allows (``contracts.hosts``: loopback, the
+    configured names): a DNS-rebinding page's requests name the attacker's host. 421 with the
+    reason otherwise, counted in ``refused["host"]``. ``policy`` is read per request: a
+    listener on port 0 knows its port only once it listens."""
+
+    @web.middleware
+    async def mw(request: web.Request, handler: Any) -> web.StreamResponse:
+        host = request.headers.get("Host")
+        p = policy()
+        if not p.allows(host):
+            refused["host"] += 1
+            return web.json_response({"error": p.refusal(host), "reason": "bad_host"},
+                                     status=hosts.STATUS)  # fmt: skip
+        resp: web.StreamResponse = await handler(request)
+        return resp
+
+    return mw
+
+
 REST_SDL: Counter[str] = Counter()  # requests answered 503 because Redis did not answer
 
 
@@ -315,17 +341,30 @@ async def app_runner(app: web.Application) -> web.AppRunner:
     return runner
 
 
-async def _serve_app(app: web.Application, host: str, port: int) -> web.AppRunner:
+async def _serve_app(
+    app: web.Application, host: str, port: int, allowed_hosts: list[str] | None = None
+) -> web.AppRunner:
+    """``app`` served on ``host:port``, answering only the Host names ``contracts.hosts``
+    allows there (``allowed_hosts``: ``ric.allowed_hosts``; None: ``$OCTORIC_ALLOWED_HOSTS``)."""
+    listening = [hosts.policy(host, port, allowed_hosts)]
+    app.middlewares.insert(0, host_middleware(lambda: listening[0], REST_HOST))
     runner = await app_runner(app)
     await web.TCPSite(runner, host, port, reuse_address=True).start()
+    if port == 0 and runner.addresses:  # the port the system chose is the one a Host names
+        listening[0] = hosts.HostPolicy(host, int(runner.addresses[0][1]), listening[0].extra)
     return runner
 
 
 async def _serve_http(
-    routes: list[web.RouteDef], host: str, port: int, sdl: Sdl | None = None, token: str = ""
+    routes: list[web.RouteDef],
+    host: str,
+    port: int,
+    sdl: Sdl | None = None,
+    token: str = "",
+    allowed_hosts: list[str] | None = None,
 ) -> web.AppRunner:
     """``build_app`` served on ``host:port``."""
-    return await _serve_app(build_app(routes, sdl, token), host, port)
+    return await _serve_app(build_app(routes, sdl, token), host, port, allowed_hosts)
 
 
 async def _ok(request: web.Request) -> web.Response:
@@ -412,9 +451,13 @@ async def run_platform(rt: RicRuntime, stop: asyncio.Event) -> None:
     await rtmgr.start()
     appmgr_app, rtmgr_app = platform_apps(rt, sdl, appmgr, rtmgr, ep)
     bind = rt.ric.bind_address
+    names = rt.ric.allowed_hosts
+    # ricxappframe registers at O-RAN SC's appmgr Service name, through the proxy xapp_env
+    # points at appmgr-lite: that Host is the legitimate one here (a name no DNS answers)
+    appmgr_names = [*names, APPMGR_SERVICE] if names or hosts.is_loopback(bind) else names
     runners = [
-        await _serve_app(appmgr_app, bind, rt.ric.appmgr_port),
-        await _serve_app(rtmgr_app, bind, rt.ric.rtmgr_rest_port),
+        await _serve_app(appmgr_app, bind, rt.ric.appmgr_port, appmgr_names),
+        await _serve_app(rtmgr_app, bind, rt.ric.rtmgr_rest_port, names),
     ]
     log.info("appmgr-lite on :%d, rtmgr-lite on :%d", rt.ric.appmgr_port, rt.ric.rtmgr_rest_port)
     await stop.wait()
@@ -462,7 +505,7 @@ async def run_e2term(rt: RicRuntime, stop: asyncio.Event) -> None:
 
     runner = await _serve_http(
         [_metrics_route("octoric_e2term", stats)], rt.ric.bind_address, rt.ric.e2term_http_port,
-        sdl, rt.api_token,
+        sdl, rt.api_token, rt.ric.allowed_hosts,
     )  # fmt: skip
     await stop.wait()
     await e2t.stop()
@@ -504,11 +547,12 @@ async def run_submgr(rt: RicRuntime, stop: asyncio.Event) -> None:
                 await asyncio.sleep(0.25)
         return False
 
-    sm = Submgr(sdl, ep, route_hook)
+    sm = Submgr(sdl, ep, route_hook, token=rt.api_token)  # outcomes carry the token
     await sm.start()
     runner = await _serve_app(
-        submgr_app(rt, sdl, sm, ep), rt.ric.bind_address, rt.ric.submgr_rest_port
-    )
+        submgr_app(rt, sdl, sm, ep), rt.ric.bind_address, rt.ric.submgr_rest_port,
+        rt.ric.allowed_hosts,
+    )  # fmt: skip
     await stop.wait()
     await sm.stop()
     await runner.cleanup()
@@ -549,7 +593,9 @@ async def run_a1(rt: RicRuntime, stop: asyncio.Event) -> None:
                 ep.release(msg)
 
     task = asyncio.create_task(rmr_loop())
-    runner = await _serve_app(a1_app(rt, sdl, a1, ep), rt.ric.bind_address, rt.ric.a1_rest_port)
+    runner = await _serve_app(
+        a1_app(rt, sdl, a1, ep), rt.ric.bind_address, rt.ric.a1_rest_port, rt.ric.allowed_hosts
+    )
     await stop.wait()
     task.cancel()
     await runner.cleanup()

@@ -32,6 +32,7 @@ import aiohttp
 from aiohttp import web
 from redis.exceptions import RedisError
 
+from octoric.contracts import auth
 from octoric.contracts import message_types as mt
 from octoric.e2sm import e2ap
 from octoric.e2sm.e2ap_ies import (
@@ -251,8 +252,13 @@ def parse_request(body: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 class Submgr:
-    def __init__(self, sdl: Sdl, rmr: RmrEndpoint, route_hook: RouteHook | None = None) -> None:
+    def __init__(
+        self, sdl: Sdl, rmr: RmrEndpoint, route_hook: RouteHook | None = None, token: str = ""
+    ) -> None:
+        """``token``: the run's API token, sent with every outcome POSTed to a client (the
+        xApps refuse an outcome without it: a forged failure made them subscribe again)."""
         self.sdl, self.rmr, self.route_hook = sdl, rmr, route_hook
+        self._notify_headers = auth.bearer(token)
         self.subs: dict[int, E2Subscription] = {}
         self.stats = SubmgrStats()
         self._waiters: dict[tuple[str, int, str], asyncio.Future[tuple[int, bytes]]] = {}
@@ -548,7 +554,7 @@ class Submgr:
         body = {"SubscriptionId": sid, "SubscriptionInstances": instances}
         assert self._http is not None
         try:
-            async with self._http.post(url, json=body) as r:
+            async with self._http.post(url, json=body, headers=self._notify_headers) as r:
                 if r.status >= 300:
                     log.warning("client %s answered %d to the subscription result", url, r.status)
         except (aiohttp.ClientError, TimeoutError, OSError) as e:

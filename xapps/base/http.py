@@ -9,6 +9,10 @@ Routes added with ``auth=True`` change state: they want the run's API token
 answer 401 without it; with no token configured they answer 403 (secure by default: nobody
 may change state until an operator sets one). A ``Response`` with ``stream`` set is written
 as it comes (server-sent events), on a connection that then closes.
+
+Every request's ``Host`` must be one this listener answers (``contracts.hosts``: loopback
+names, configured ones; a DNS-rebinding page says its own name): 421 otherwise. Refusals are
+counted in ``counters.refused`` by kind (``host``, and per route, e.g. ``subscription_callback``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from octoric.contracts import auth
+from octoric.contracts import auth, hosts
 from octoric.xapps.base.errors import RestError, XappError
 
 log = logging.getLogger("xapps.http")
@@ -83,29 +87,40 @@ class Route:
     pattern: re.Pattern[str]
     handler: Handler
     auth: bool = False
+    refused_as: str = ""  # a refusal of its token is also counted in counters.refused
 
 
 @dataclass
 class HttpCounters:
     requests: Counter[str] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)  # by RestError reason
+    # requests refused before any handler saw them, by kind (a hostile caller's trace)
+    refused: Counter[str] = field(default_factory=Counter)
 
 
 class HttpServer:
-    def __init__(self, host: str, port: int, token: str | None = None) -> None:
-        """``token``: the API token ``auth`` routes want (default ``$OCTORIC_API_TOKEN``)."""
+    def __init__(
+        self, host: str, port: int, token: str | None = None, allowed_hosts: list[str] | None = None
+    ) -> None:
+        """``token``: the API token ``auth`` routes want (default ``$OCTORIC_API_TOKEN``);
+        ``allowed_hosts``: Host names answered beyond loopback (default
+        ``$OCTORIC_ALLOWED_HOSTS``; ``contracts.hosts``)."""
         self.host, self.port = host, port
         self.token = auth.token_from_env() if token is None else token
+        self.hosts = hosts.policy(host, port, allowed_hosts)
         self.routes: list[Route] = []
         self.counters = HttpCounters()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
-    def add(self, method: str, path: str, handler: Handler, auth: bool = False) -> None:
+    def add(
+        self, method: str, path: str, handler: Handler, auth: bool = False, refused_as: str = ""
+    ) -> None:
         """``path`` may hold ``{name}`` segments, passed in ``Request.params``; ``auth``: the
-        call changes state and wants the API token."""
+        call changes state and wants the API token; ``refused_as``: count its refusals in
+        ``counters.refused`` under this name."""
         rx = "^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", path) + "$"
-        self.routes.append(Route(method.upper(), re.compile(rx), handler, auth))
+        self.routes.append(Route(method.upper(), re.compile(rx), handler, auth, refused_as))
 
     def _refused(self, headers: Mapping[str, str]) -> Response | None:
         if not self.token:
@@ -126,11 +141,21 @@ class HttpServer:
         with self._lock:
             self.counters.errors[reason] += 1
 
+    def count_refused(self, kind: str) -> None:
+        with self._lock:
+            self.counters.refused[kind] += 1
+
     def dispatch(
         self, method: str, target: str, body: bytes, headers: Mapping[str, str] | None = None
     ) -> Response:
         url = urlsplit(target)  # requests may arrive in absolute form
         path = url.path.rstrip("/") or "/"
+        hdrs = headers or {}
+        if not self.hosts.allows(hdrs.get("Host")):
+            self.count_refused("host")
+            return Response.json(
+                {"error": self.hosts.refusal(hdrs.get("Host")), "reason": "bad_host"}, hosts.STATUS
+            )
         allowed = []
         for r in self.routes:
             m = r.pattern.match(path)
@@ -141,8 +166,9 @@ class HttpServer:
                 continue
             with self._lock:
                 self.counters.requests[f"{method} {r.pattern.pattern}"] += 1
-            hdrs = headers or {}
             if r.auth and (refused := self._refused(hdrs)) is not None:
+                if r.refused_as:
+                    self.count_refused(r.refused_as)
                 return refused
             req = Request(method, path, m.groupdict(), parse_qs(url.query), body, hdrs)
             try:
@@ -240,6 +266,9 @@ class HttpServer:
         except OSError as e:
             raise XappError(f"cannot serve HTTP on {self.host}:{self.port}: {e}") from None
         self._server.daemon_threads = True
+        if self.port == 0:  # the port the system chose is the one a Host names
+            port = int(self._server.server_address[1])
+            self.hosts = hosts.HostPolicy(self.host, port, self.hosts.extra)
         threading.Thread(target=self._server.serve_forever, name="http", daemon=True).start()
 
     def stop(self) -> None:

@@ -6,8 +6,10 @@
   to ``on_config``; a rejected edit keeps the previous configuration and is counted;
 - the SDL namespace ``octoric.<name>`` (``SdlStore``);
 - one HTTP server: ``/ric/v1/health/alive|ready``, ``/metrics`` (Prometheus text from
-  ``registry``), ``/ric/v1/subscriptions/response`` (to ``on_subscription_response``) and
-  whatever routes the xApp adds;
+  ``registry``), ``/ric/v1/subscriptions/response`` (to ``on_subscription_response``; it
+  wants the run's API token unless ``$OCTORIC_SUBMGR_CALLBACK_AUTH=none``, see
+  ``callback_needs_token``) and whatever routes the xApp adds; requests it refuses (a foreign
+  Host, a callback without the token) are counted in ``octoric_<name>_rest_refused_total``;
 - ``send``: one RMR message, a few retries on transient failures only, counted by outcome.
 
 ``octoric.rmr`` is imported before ricxappframe, so ricxappframe binds octoric's
@@ -18,11 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import queue
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +35,7 @@ from prometheus_client.exposition import generate_latest
 from octoric.xapps.base.config import load_descriptor
 from octoric.xapps.base.errors import RestError, XappConfigError, XappError
 from octoric.xapps.base.http import HttpServer, Request, Response
+from octoric.xapps.base.metrics import StatsCollector
 from octoric.xapps.base.sdl import SdlStore, use_redis_credentials
 from octoric.xapps.base.subscription import SubscriptionResponse
 
@@ -47,6 +51,26 @@ class RmrMessage:
 
 
 MessageHandler = Callable[[RmrMessage], None]
+
+
+CALLBACK_AUTH_ENV = "OCTORIC_SUBMGR_CALLBACK_AUTH"
+
+
+def callback_needs_token(environ: Mapping[str, str] | None = None) -> bool:
+    """Must submgr's ``/ric/v1/subscriptions/response`` carry the run's API token?
+
+    ``token`` (the default): octoric's submgr sends ``Authorization: Bearer <token>``, so a
+    local process that cannot read the run folder cannot forge an outcome (a forged failure
+    made the xApp subscribe again and again). ``none``: O-RAN SC's submgr, which POSTs to
+    ``http://<Host>:<HTTPPort>/ric/v1/subscriptions/response`` with no header and no room for
+    a secret in the path (the Helm charts set it; there the NetworkPolicy admits only the
+    platform's pods and the sender path to the HTTP port, and an outcome is acted on only for
+    a SubscriptionId the xApp holds)."""
+    env = os.environ if environ is None else environ
+    mode = env.get(CALLBACK_AUTH_ENV, "token").strip().lower() or "token"
+    if mode not in ("token", "none"):
+        raise XappError(f"${CALLBACK_AUTH_ENV} must be token or none, not {mode!r}")
+    return mode == "token"
 
 
 RMR_QUEUE_LEN = 10_000  # received messages waiting for the dispatch thread
@@ -116,7 +140,17 @@ class XappShell:
         self.http.add("GET", "/ric/v1/health/alive", lambda r: Response.text("OK\n"))
         self.http.add("GET", "/ric/v1/health/ready", self._ready_probe)
         self.http.add("GET", "/metrics", self._metrics)
-        self.http.add("POST", "/ric/v1/subscriptions/response", self._sub_response)
+        self.http.add("POST", "/ric/v1/subscriptions/response", self._sub_response,
+                      auth=callback_needs_token(), refused_as="subscription_callback")  # fmt: skip
+        for kind in ("host", "subscription_callback"):  # exported from 0, before any refusal
+            self.http.counters.refused[kind] += 0
+        refused_help = {"rest_refused": "HTTP requests refused before any handler ran, by kind "
+                        "(host: a Host this listener does not serve; subscription_callback: a "
+                        "subscription outcome without the token)"}  # fmt: skip
+        prefix = "octoric_" + name.replace("-", "_")
+        refused = self.http.counters.refused
+        collector = StatsCollector(prefix, lambda: {"rest_refused": refused}, None, refused_help)
+        self.registry.register(collector)
 
     # --- HTTP ---------------------------------------------------------------------------------
     def _ready_probe(self, req: Request) -> Response:

@@ -122,7 +122,7 @@ class HandoverXapp:
         self.detector.ping_pong_ms = int(new.ping_pong_s * 1000)
         self.notify.configure(
             DeliveryConfig(new.webhook_timeout_s, new.webhook_max_retries,
-                           expire_after_s=new.webhook_expire_after_s)
+                           expire_after_s=new.webhook_expire_after_s, allow=new.webhook_allow)
         )  # fmt: skip
         self.node_subs.configure(new.nodes, new.discovery_period_s, new.subscription_timeout_s)
         self.counters["config_loads"] += 1
@@ -416,6 +416,7 @@ class HandoverXapp:
             "webhook_deliveries": self.notify.deliverer.counters,
             "webhook_delivery_latency_seconds": self.notify.deliverer.latency,
             "webhook_subscriptions": len(self.notify.subs),
+            "webhook_subscriptions_rejected": self.notify.rejected,
             "stream_clients": self.notify.stream.clients,
             "events_unsent_total": self.counters["events_unsent"],
             "events_dropped_total": self.counters["events_dropped"],
@@ -435,6 +436,7 @@ _LABELS = {
     "events": "kind",
     "handovers_by_path": "path",
     "webhook_deliveries": "outcome",
+    "webhook_subscriptions_rejected": "reason",
     "detector": "counter",
     "rejected_indications": "reason",
     "rest_errors": "reason",
@@ -446,6 +448,8 @@ _HELP = {
     "webhook_deliveries": "webhook outcomes (offered, delivered, given_up, expired_*, ...)",
     "webhook_delivery_latency_seconds": "event offered -> its webhook delivered (2xx)",
     "webhook_subscriptions": "webhook subscriptions held",
+    "webhook_subscriptions_rejected": "webhook subscriptions refused, by reason "
+    "(target_not_allowed: a loopback, link-local or private URL not in controls.webhook_allow)",
     "stream_clients": "clients of the event stream",
     "events_unsent_total": "30501 send attempts that found no route or peer (tried again)",
     "events_dropped_total": "30501 messages given up after event_retry_s",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from octoric.xapps.base.errors import XappConfigError
+from octoric.xapps.handover.notify.targets import parse_entry
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,9 @@ class HandoverXappConfig:
     webhook_timeout_s: float = 2.0  # one delivery
     webhook_max_retries: int = 5  # then that event is given up (counted)
     webhook_expire_after_s: float = 300.0  # failing this long: the subscription expires
+    # loopback, link-local and private webhook targets allowed: "ADDR|CIDR[:PORT]" (IPv6 in
+    # brackets with a port); anything else non-global is refused (notify/targets.py, #43)
+    webhook_allow: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0.05 <= self.discovery_period_s <= 3600:
@@ -36,6 +40,11 @@ class HandoverXappConfig:
             raise XappConfigError("controls.webhook_max_retries", "must be 0..20")
         if not 1 <= self.webhook_expire_after_s <= 86_400:
             raise XappConfigError("controls.webhook_expire_after_s", "must be 1..86400 s")
+        for entry in self.webhook_allow:
+            try:
+                parse_entry(entry)
+            except ValueError as e:
+                raise XappConfigError("controls.webhook_allow", str(e)) from None
         if self.detection not in ("auto", "rc", "kpm"):
             raise XappConfigError("controls.detection", "must be auto, rc or kpm")
         if not 10 <= self.kpm_period_ms <= 60_000:

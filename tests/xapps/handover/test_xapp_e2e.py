@@ -111,6 +111,8 @@ class XappProc:
                    "rmr-route": self.rmr_port + 1}  # fmt: skip
         for p in d["messaging"]["ports"]:
             p["port"] = by_name[p["name"]]
+        if self.name == "handover":  # the test's webhook receiver listens on loopback (#43)
+            d["controls"]["webhook_allow"] = ["127.0.0.1"]
         cfg = self.tmp / f"{self.name}-config.json"
         cfg.write_text(json.dumps(d))
         env = xapp_environment(self.stack.rt, self.name, self.rmr_port, self.http_port, cfg)

@@ -25,6 +25,7 @@ from octoric.xapps.base.http import HttpServer, Request, Response
 from octoric.xapps.base.sdl import SdlStore
 from octoric.xapps.handover.notify import subscriptions as subs
 from octoric.xapps.handover.notify.stream import EventStream
+from octoric.xapps.handover.notify.targets import TargetPolicy, TargetRefused
 from octoric.xapps.handover.notify.webhooks import Deliverer, DeliveryConfig
 from octoric.xapps.handover.notify.worker import RemoteDeliverer
 
@@ -106,6 +107,12 @@ class Notifier:
         except subs.SubscriptionError as e:
             self.rejected[e.reason] += 1
             raise RestError(400, e.reason, str(e)) from None
+        try:  # loopback, link-local and private targets only where allow-listed (#43)
+            TargetPolicy.of(self.deliverer.cfg.allow).check_url(sub.url)
+        except TargetRefused as e:
+            self.rejected["target_not_allowed"] += 1
+            log.warning("webhook subscription to %s refused: %s", sub.url, e)
+            raise RestError(403, "target_not_allowed", str(e)) from None
         with self._lock:
             if len(self.subs) >= MAX_SUBSCRIPTIONS:
                 self.rejected["too_many"] += 1

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 from octoric.xapps.base.metrics import Quantiles
 from octoric.xapps.handover.client import ID_HEADER, SIG_HEADER, TS_HEADER, sign
 from octoric.xapps.handover.notify.subscriptions import WebhookSubscription
+from octoric.xapps.handover.notify.targets import TargetPolicy, TargetRefused
 
 log = logging.getLogger("xapps.handover.webhooks")
 
@@ -39,6 +40,8 @@ class DeliveryConfig:
     backoff_max_s: float = 5.0
     expire_after_s: float = 300.0  # failing for this long: the subscription is dead
     queue_len: int = 1000  # per subscription
+    # loopback, link-local and private targets allowed (notify.targets; controls.webhook_allow)
+    allow: tuple[str, ...] = ()
 
 
 @dataclass
@@ -220,6 +223,9 @@ class Deliverer:
         if hook.conn is None:  # one connection per subscription, kept alive (HTTP/1.1)
             cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
             hook.conn = cls(u.hostname or "", u.port, timeout=self.cfg.timeout_s)
+            # connect only where the target policy admits, checked after resolution (a name
+            # re-pointed at 127.0.0.1 since its registration is refused here, counted)
+            hook.conn._create_connection = TargetPolicy.of(self.cfg.allow).connector()  # type: ignore[attr-defined]
         conn = hook.conn
         try:
             path = (u.path or "/") + (f"?{u.query}" if u.query else "")
@@ -231,7 +237,7 @@ class Deliverer:
                 conn.close()
                 hook.conn = None
         except (OSError, http.client.HTTPException) as e:
-            self.counters["errors"] += 1
+            self.counters["target_refused" if isinstance(e, TargetRefused) else "errors"] += 1
             log.debug("webhook %s: %s", sub.url, e)
             conn.close()
             hook.conn = None
