@@ -235,6 +235,7 @@ impl Config {
 #[derive(Debug, Default)]
 struct Once {
     peer: AtomicBool,
+    peer_out: AtomicBool,
     forged: AtomicBool,
     cap: AtomicBool,
     limit: AtomicBool,
@@ -554,6 +555,28 @@ impl Ctx {
             Peer::Remote(_) => self.peers.sender_check && self.peers.remote_sender_check,
         };
         Ok(check.then(|| SenderCheck::new(p)))
+    }
+
+    /// May we talk to the process that accepted this connection of ours? Local listeners
+    /// must run as an allowed uid (`Config::peers`), as peers connecting to us must; remote
+    /// ones follow OCTORIC_RMR_REMOTE_PEERS.
+    fn may_send_to(&self, s: &TcpStream) -> Result<(), String> {
+        if self.peers.uids == peer::Uids::Any && self.peers.remote {
+            return Ok(());
+        }
+        let (Ok(local), Ok(remote)) = (s.local_addr(), s.peer_addr()) else {
+            return Err("no addresses".into());
+        };
+        match peer::admit(local, remote, &self.peers) {
+            Ok(_) => Ok(()),
+            // the listener's side of a connection can appear a moment after connect returns
+            // (an overflowing accept queue): look once more
+            Err(_) if remote.ip().is_loopback() => {
+                std::thread::sleep(Duration::from_millis(2));
+                peer::admit(local, remote, &self.peers).map(|_| ())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Register a connection we made and start its reader thread.
@@ -937,6 +960,17 @@ impl Ctx {
         for a in addrs {
             match TcpStream::connect_timeout(&a, CONNECT_TIMEOUT) {
                 Ok(s) => {
+                    if let Err(why) = self.may_send_to(&s) {
+                        // another user listens there (a port its owner gave up, say): it
+                        // gets nothing from us
+                        self.stats.peers_rejected.fetch_add(1, Ordering::Relaxed);
+                        once(
+                            &self.logged.peer_out,
+                            &format!("not sending to {ep}: {why}"),
+                        );
+                        slot.failed_at = Some((Instant::now(), CONNECT_BACKOFF));
+                        return Err(libc::EACCES);
+                    }
                     slot.failed_at = None;
                     let c = match self.adopt(s, ep.to_string(), Kind::Data) {
                         Some(c) => c,

@@ -390,3 +390,49 @@ fn a_peer_process_reconnecting_is_recognised_quickly() {
     assert_eq!(rx.stats.forged_senders.load(Ordering::Relaxed), 0);
     rx.close();
 }
+
+#[test]
+fn nothing_is_sent_to_another_users_listener() {
+    if !is_root() {
+        eprintln!("skipped: needs root to run a listener as nobody");
+        return;
+    }
+    // nobody listens on a port our route table names (say one its owner gave up)
+    let mut c = Command::new("python3")
+        .args([
+            "-c",
+            "import socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen()\n\
+             print(s.getsockname()[1],flush=True)\nc,_=s.accept()\nprint(len(c.recv(65536)),flush=True)\n\
+             time.sleep(5)",
+        ])
+        .uid(65534)
+        .gid(65534)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 as nobody");
+    let mut out = c.stdout.take().unwrap();
+    let mut line = String::new();
+    let mut b = [0u8; 1];
+    while out.read(&mut b).unwrap() == 1 && b[0] != b'\n' {
+        line.push(b[0] as char);
+    }
+    let port: u16 = line.trim().parse().unwrap();
+    let seed = std::env::temp_dir().join(format!("octoric-sec-out-{}.rt", std::process::id()));
+    std::fs::write(
+        &seed,
+        format!("newrt|start\nrte|7|127.0.0.1:{port}\nnewrt|end\n"),
+    )
+    .unwrap();
+    let mut cf = cfg(None);
+    cf.rt.seed = Some(seed);
+    let tx = ctx_with(cf);
+    let mut m = rmr_si::mbuf::Mbuf::alloc(16);
+    m.mtype = 7;
+    m.len = 2;
+    assert!(!tx.send_routed(&mut m, None));
+    assert!(tx.stats.peers_rejected.load(Ordering::Relaxed) >= 1);
+    assert_eq!(tx.stats.sent.load(Ordering::Relaxed), 0);
+    let _ = c.kill();
+    let _ = c.wait();
+    tx.close();
+}
