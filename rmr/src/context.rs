@@ -554,7 +554,7 @@ impl Ctx {
             Peer::Local(_) => self.peers.sender_check,
             Peer::Remote(_) => self.peers.sender_check && self.peers.remote_sender_check,
         };
-        Ok(check.then(|| SenderCheck::new(p)))
+        Ok(check.then(|| SenderCheck::new(p, self.peers.remote_sender_check)))
     }
 
     /// May we talk to the process that accepted this connection of ours? Local listeners

@@ -395,18 +395,26 @@ pub struct SenderCheck {
     ok: Vec<(Vec<u8>, Vec<u8>)>,
     ports: Option<HashSet<u16>>,
     looked: Option<Instant>,
+    /// No process holding the peer's socket is visible here: the peer runs in another PID
+    /// namespace (a container sharing our network namespace, or we are the container).
+    unseen: bool,
+    /// Refuse such an unverifiable sender (OCTORIC_RMR_SENDER_CHECK=strict) instead of
+    /// admitting it as a remote peer's is.
+    strict: bool,
 }
 
 /// How often a connection's owner ports are looked up again when a frame names another port.
 const RELOOK: Duration = Duration::from_secs(1);
 
 impl SenderCheck {
-    pub fn new(peer: Peer) -> SenderCheck {
+    pub fn new(peer: Peer, strict: bool) -> SenderCheck {
         SenderCheck {
             peer,
             ok: Vec::new(),
             ports: None,
             looked: None,
+            unseen: false,
+            strict,
         }
     }
 
@@ -428,6 +436,7 @@ impl SenderCheck {
         let t0 = Instant::now();
         self.looked = Some(t0);
         self.ports = owner_ports(si.inode, si.uid, want);
+        self.unseen = self.ports.is_none();
         crate::log::log(
             crate::log::Level::Debug,
             &format!(
@@ -464,7 +473,9 @@ impl SenderCheck {
                         }
                     }
                 }
-                !want.is_empty() && self.ports_hold(&want)
+                // a peer whose process we cannot see (another PID namespace) is taken as a
+                // remote peer is: its uid was checked at accept, its sender fields cannot be
+                !want.is_empty() && (self.ports_hold(&want) || (self.unseen && !self.strict))
             }
             Peer::Remote(ip) => match field_ip(srcip) {
                 Some(claimed) => unmap(SocketAddr::new(claimed, 0)).ip() == ip,
@@ -538,7 +549,7 @@ mod tests {
         assert_eq!(si.uid, unsafe { libc::geteuid() });
         let ports = owner_ports(si.inode, si.uid, &[]).expect("our own process");
         assert!(ports.contains(&l.local_addr().unwrap().port()));
-        let mut chk = SenderCheck::new(Peer::Local(si));
+        let mut chk = SenderCheck::new(Peer::Local(si), false);
         let mine = format!("x:{}", l.local_addr().unwrap().port());
         assert!(chk.check(mine.as_bytes(), b"").is_ok());
         assert!(chk.check(b"x:1", b"").is_err());
@@ -554,9 +565,27 @@ mod tests {
     #[test]
     fn remote_srcip_must_be_the_peer() {
         let ip: IpAddr = "10.1.2.3".parse().unwrap();
-        let mut chk = SenderCheck::new(Peer::Remote(ip));
+        let mut chk = SenderCheck::new(Peer::Remote(ip), false);
         assert!(chk.check(b"e2term:4560", b"10.1.2.3:4560").is_ok());
         assert!(chk.check(b"e2term:4560", b"10.9.9.9:4560").is_err());
         assert!(chk.check(b"e2term:4560", b"e2term:4560").is_ok()); // names: not checkable
+    }
+
+    #[test]
+    fn a_peer_in_another_pid_namespace_is_taken_as_remote_unless_strict() {
+        // a socket no process visible here holds: what a container sharing our network
+        // namespace (or the host, seen from inside one) looks like
+        let si = SockInfo {
+            uid: 0,
+            inode: u64::MAX - 7,
+        };
+        let mut chk = SenderCheck::new(Peer::Local(si), false);
+        assert!(chk.check(b"127.0.0.1:38000", b"127.0.0.1:38000").is_ok());
+        assert!(
+            chk.check(b"no-port", b"").is_err(),
+            "a malformed sender still is"
+        );
+        let mut strict = SenderCheck::new(Peer::Local(si), true);
+        assert!(strict.check(b"127.0.0.1:38000", b"").is_err());
     }
 }
