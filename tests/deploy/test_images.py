@@ -11,7 +11,7 @@ address, the route table, Redis) it gets through the same environment
 (``octoric.deploy.xapp_env``), with the files it names copied where the container can read them.
 
 Checked per image: it registers with appmgr, subscribes (occ and handover: an E2 subscription
-with the container as client), answers ``/ric/v1/health/alive`` and ``/ready`` and ``/metrics``,
+with the container as client; occ also counts the indications that reach it), answers ``/ric/v1/health/alive`` and ``/ready`` and ``/metrics``,
 runs as uid 10001 on a read-only root, and stops on SIGTERM with exit code 0 inside the
 chart's grace period (Kubernetes' default 30 s; the charts set none).
 
@@ -230,6 +230,10 @@ def test_image_registers_subscribes_and_serves_health_and_metrics(
         _wait(lambda p=path: ric.http(http, p)[0] == 200, f"{xapp} {path} 200\n{_logs(name)}")
     code, body = ric.http(http, "/metrics")
     assert code == 200 and "# TYPE" in body, body[:500]
+    if xapp == "occ":  # the simulated gNB's indications reach the container over RMR
+        _wait(lambda: json.loads(ric.http(http, "/occ/v1/status")[1] or "{}")
+              .get("counters", {}).get("indications", 0) > 0,
+              f"indications at the occ container\n{_logs(name)}")  # fmt: skip
 
 
 @pytest.mark.parametrize("xapp", XAPPS)
