@@ -114,13 +114,21 @@ RACA_TRACES = build/traces/raca-5g-driving
 $(RACA_TRACES)/.done: $(RACA_ZIP)
 	$(VENV)/bin/octoric sim mahimahi-from-csv $(RACA_ZIP) --match Download/Driving --out $(RACA_TRACES)
 	touch $@
+# Every `octoric eval NAME --out DIR` writes DIR/report.md, results.json and its PNGs; the
+# claims reports are then published as docs/eval-NAME.md, .json and .png (`octoric eval report
+# docs/eval-NAME.json` rebuilds one from its stored runs)
+EVAL_PAPERS := dumbo morc ton22 sec23
 eval: setup $(RACA_TRACES)/.done
-	$(VENV)/bin/octoric eval occ --traces $(EVAL_TRACES) --seeds 5 --json build/occ-eval/results.json --plots docs/ --timeseries Verizon-LTE-short $(EVAL_ARGS)
-	$(VENV)/bin/octoric eval occ --traces $(RACA_TRACES) --no-contention --routes --seeds 5 --json build/occ-eval-raca/results.json $(EVAL_ARGS)
-	$(VENV)/bin/octoric eval dumbo --traces $(EVAL_TRACES) --out docs/eval-dumbo.md
-	$(VENV)/bin/octoric eval morc --out docs/eval-morc.md
-	$(VENV)/bin/octoric eval ton22 --out docs/eval-ton22.md
-	$(VENV)/bin/octoric eval sec23 --traces $(EVAL_TRACES) --out docs/eval-sec23.md
+	$(VENV)/bin/octoric eval occ --traces $(EVAL_TRACES) --seeds 5 --out build/occ-eval --timeseries Verizon-LTE-short $(EVAL_ARGS)
+	cp build/occ-eval/occ-eval-*.png docs/
+	$(VENV)/bin/octoric eval occ --traces $(RACA_TRACES) --no-contention --routes --seeds 5 --out build/occ-eval-raca $(EVAL_ARGS)
+	@set -e; for n in $(EVAL_PAPERS); do \
+	  echo "octoric eval $$n --traces $(EVAL_TRACES) --out build/$$n-eval"; \
+	  $(VENV)/bin/octoric eval $$n --traces $(EVAL_TRACES) --out build/$$n-eval; \
+	  cp build/$$n-eval/report.md docs/eval-$$n.md; \
+	  cp build/$$n-eval/results.json docs/eval-$$n.json; \
+	  cp build/$$n-eval/eval-$$n*.png docs/; \
+	done
 
 # helm lint --strict, helm template x charts/ci values, strict schema check, checkov, descriptors
 # (installs helm, k8svalidate and checkov into build/tools on first use; docs/deploy.md); then

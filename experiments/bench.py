@@ -52,6 +52,7 @@ from octoric.e2sm import rc
 from octoric.e2sm.common import Guami, UeId
 from octoric.e2sm.e2ap_ies import RanFunction
 from octoric.e2sm.node_session import E2NodeSession, ScriptedNode
+from octoric.experiments.experiment import percentile
 from octoric.redis_server import free_port
 from octoric.ric.stack import LoopThread, RicStack, free_pair, running_ric
 from octoric.supervisor import stop_process_group
@@ -229,10 +230,6 @@ def _wait(cond: Any, timeout: float, what: str, procs: list[Proc]) -> None:
         time.sleep(0.1)
 
 
-def _q(values: list[float], q: float) -> float | None:
-    return round(float(np.percentile(values, q)), 3) if values else None
-
-
 def measure(
     n_gnbs: int = 10, n_ues: int = 100, duration_s: float = 30.0, rt_priority: int | None = None
 ) -> dict[str, Any]:
@@ -259,10 +256,10 @@ def measure(
     inside, e2t = out["inside"], out["e2t"]
     f = _figures(wl.sent, got, elapsed)
     # the span: the indication's arrival at e2term -> the 30501 leaving the xApp
-    f["detect_p50_ms"], f["detect_p99_ms"] = _q(spans, 50), _q(spans, 99)
-    f["detect_p999_ms"], f["detect_spans"] = _q(spans, 99.9), len(spans)
+    f["detect_p50_ms"], f["detect_p99_ms"] = percentile(spans, 50), percentile(spans, 99)
+    f["detect_p999_ms"], f["detect_spans"] = percentile(spans, 99.9), len(spans)
     # its first part: e2term -> RMR -> ricxappframe's receive thread and queue -> the handler
-    f["to_handler_p50_ms"], f["to_handler_p99_ms"] = _q(hop, 50), _q(hop, 99)
+    f["to_handler_p50_ms"], f["to_handler_p99_ms"] = percentile(hop, 50), percentile(hop, 99)
     f["webhook_p99_ms"], f["webhook_p50_ms"], f["webhook_events"] = _webhook(wl.sent, hooked)
     f["xapp_p50_ms"], f["xapp_p99_ms"] = inside.get("0.5"), inside.get("0.99")
     f["e2term_p50_ms"], f["e2term_p99_ms"] = e2t
@@ -356,7 +353,7 @@ def _webhook(
         t = sent.get((key[0], key[1], k))
         if t is not None:
             lat.append((at - t) * 1000)
-    return _q(lat, 99), _q(lat, 50), len(lat)
+    return percentile(lat, 99), percentile(lat, 50), len(lat)
 
 
 def _post(url: str, body: dict[str, Any], token: str) -> None:
@@ -440,8 +437,8 @@ def _figures(sent: dict[tuple[int, str, int], float], got: list[dict[str, Any]],
         "events": len(lat),
         "missed": len(sent) - len(lat),
         "spurious": spurious,
-        "e2e_p50_ms": _q(lat, 50),
-        "e2e_p99_ms": _q(lat, 99),
+        "e2e_p50_ms": percentile(lat, 50),
+        "e2e_p99_ms": percentile(lat, 99),
         "events_per_s": round(len(lat) / elapsed, 1) if elapsed else None,
     }
 

@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from octoric.experiments.claims import RULE_MD, ClaimResult, claims_table, diff, judge, ratio
-from octoric.experiments.grid import Runs, run_grid
 from octoric.sim.engine import Engine
 from octoric.sim.scenario import ChannelSpec, FlowSpec, Scenario, UeSpec
 from octoric.sim.summary import build_summary
@@ -65,20 +63,7 @@ def run_one(trace_dir: Path, trace: str, scheme: str, seed: int, duration_s: flo
     }  # fmt: skip
 
 
-def run_all(trace_dir: Path, quick: bool, encoder_lag_ms: float,
-            progress: Callable[[str], None] | None = None) -> dict[str, Any]:  # fmt: skip
-    traces = find_traces(trace_dir)[: 1 if quick else None]
-    seeds = 1 if quick else SEEDS
-    duration = 20.0 if quick else DURATION_S
-    runs = run_grid(
-        traces, SCHEMES, seeds,
-        lambda t, s, seed: run_one(trace_dir, t, s, seed, duration, encoder_lag_ms),
-        progress, "cellular ",
-    )  # fmt: skip
-    return {"runs": runs, "seeds": seeds, "duration_s": duration, "traces": traces}
-
-
-def _dumbo_vs(runs: Runs, base: str, key: str) -> list[tuple[int, float, float]]:
+def _dumbo_vs(runs: dict[str, Any], base: str, key: str) -> list[tuple[int, float, float]]:
     """Per trace and seed: (seed, the Dumbo schemes' mean, the baseline's) of ``key``."""
     out = []
     for by in runs.values():

@@ -27,7 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from octoric.errors import OctoricError
+from octoric.experiments import dumbo_cellular as cell
 from octoric.experiments.claims import RULE_MD, ClaimResult, Paper, claims_table, judge, ratio
+from octoric.experiments.experiment import Case, Experiment, RunOptions, grid, nest, register
 from octoric.sim.engine import Engine
 from octoric.sim.scenario import ChannelSpec, FlowSpec, Scenario, UeSpec
 from octoric.sim.summary import build_summary
@@ -85,16 +88,6 @@ def run_one(scheme: str, seed: int) -> Run:
     at_up = float(np.median(before)) if before else float("inf")
     return Run(scheme, seed, conv, steady, f.get("padding_share"),
                f["frame_latency_ms"]["p95"], at_up, t.tolist(), rate.tolist())  # fmt: skip
-
-
-def run_all(seeds: int, progress: Callable[[str], None] | None = None) -> list[Run]:
-    out = []
-    for seed in range(1, seeds + 1):
-        for s in SCHEMES:
-            if progress:
-                progress(f"{s} seed {seed}")
-            out.append(run_one(s, seed))
-    return out
 
 
 @dataclass
@@ -236,3 +229,103 @@ def plot(runs: list[Run], out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
+
+
+class Dumbo(Experiment):
+    """The pulse link (``pulse`` cases) and §6.2 on the cellular traces (``cellular``)."""
+
+    name = "dumbo"
+    help = ("the Dumbo thesis: pulse-link convergence (RoCC/Copa with and without Dumbo, GCC) "
+            "and the comparison with GCC on cellular traces; claims tables and plots")  # fmt: skip
+    quick_help = "one seed (default: five) and one trace for 20 s"
+    traces_help = "Mahimahi cellular traces for §6.2's comparison with GCC"
+
+    def add_arguments(self, p: Any) -> None:
+        p.add_argument("--no-cellular", action="store_true",
+                       help="only the pulse-link experiment (no traces needed)")  # fmt: skip
+
+    def _cellular(self, opts: RunOptions) -> list[str] | None:
+        """The traces of §6.2's runs (None: --no-cellular)."""
+        if opts.extra.get("no_cellular"):
+            return None
+        return cell.find_traces(opts.traces_path)[: 1 if opts.quick else None]
+
+    def check(self, opts: RunOptions) -> None:
+        if self._cellular(opts) == []:
+            raise OctoricError(f"no Mahimahi traces (*.down) in {opts.traces_path}: give "
+                               "--traces DIR, or --no-cellular for the pulse-link experiment "
+                               "only")  # fmt: skip
+
+    def cases(self, opts: RunOptions) -> list[Case]:
+        out = [Case("pulse", "pulse", s, seed, f"{s} seed {seed}")
+               for seed in range(1, opts.seeds_or(SEEDS) + 1) for s in SCHEMES]  # fmt: skip
+        traces = self._cellular(opts)
+        if traces is not None:
+            seeds = range(1, opts.seeds_or(cell.SEEDS) + 1)
+            out += grid("cellular", traces, cell.SCHEMES, seeds, "cellular ")
+        return out
+
+    def run_case(self, case: Case, opts: RunOptions) -> Any:
+        if case.part == "pulse":
+            return run_one(case.scheme, case.seed)
+        duration = 20.0 if opts.quick else cell.DURATION_S
+        return cell.run_one(opts.traces_path, case.row, case.scheme, case.seed, duration,
+                            ENCODER_LAG_MS)  # fmt: skip
+
+    def results(self, opts: RunOptions, cases: list[Case], outputs: list[Any]) -> dict[str, Any]:
+        runs = [o for c, o in zip(cases, outputs, strict=True) if c.part == "pulse"]
+        out: dict[str, Any] = {"schemes": scheme_table(runs), "seeds": opts.seeds_or(SEEDS),
+                               "runs": runs_json(runs)}  # fmt: skip
+        traces = self._cellular(opts)
+        if traces is not None:
+            out["cellular"] = {"runs": nest(cases, outputs, "cellular"),
+                               "seeds": opts.seeds_or(cell.SEEDS),
+                               "duration_s": 20.0 if opts.quick else cell.DURATION_S,
+                               "traces": traces}  # fmt: skip
+        return out
+
+    def claims(self, results: dict[str, Any]) -> list[ClaimResult]:
+        found = claims(from_json(results["runs"]))
+        if results.get("cellular") is not None:
+            found += cell.claims(results["cellular"])
+        return found
+
+    def document(self, results: dict[str, Any]) -> dict[str, Any]:
+        """The pulse link's claims at the top, §6.2's inside ``cellular`` (as before #40)."""
+        doc = {
+            "experiment": self.name,
+            "claims": claims_json(from_json(results["runs"])),
+            **{k: v for k, v in results.items() if k not in ("claims", "experiment")},
+        }
+        if doc.get("cellular") is not None:
+            c = {k: v for k, v in doc["cellular"].items() if k != "claims"}
+            doc["cellular"] = {**c, "claims": [x.to_json() for x in cell.claims(c)]}
+        return doc
+
+    def plot_names(self, results: dict[str, Any]) -> list[str]:
+        names = [f"eval-{self.name}.png"]
+        if results.get("cellular") is not None:
+            names.append(f"eval-{self.name}-cellular.png")
+        return names
+
+    def report(self, results: dict[str, Any]) -> str:
+        pngs = self.plot_names(results)
+        cellular = results.get("cellular")
+        text = markdown(from_json(results["runs"]), int(results["seeds"]), pngs[0],
+                        cellular=cellular is not None)  # fmt: skip
+        if cellular is None:
+            return text
+        extra = cell.markdown(cellular)
+        extra += ["", f"![network delay against SSIM per run]({pngs[1]})", ""]
+        return text + "\n".join(extra)
+
+    def plots(self, results: dict[str, Any], outputs: list[Any], folder: Path,
+              opts: RunOptions) -> list[Path]:  # fmt: skip
+        pngs = [folder / n for n in self.plot_names(results)]
+        plot([o for o in outputs if isinstance(o, Run)], pngs[0])
+        if len(pngs) > 1:
+            cell.plot(results["cellular"], pngs[1])
+        return pngs
+
+
+register(Dumbo())

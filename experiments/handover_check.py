@@ -21,8 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from octoric.experiments.experiment import percentile
 from octoric.sim.ground_truth import read as read_jsonl
 
 ENDS = ("complete", "failure")
@@ -94,14 +93,13 @@ def ground_truth(records: list[dict[str, Any]]) -> tuple[list[GtHandover], float
     return out, last
 
 
-def _q(values: list[float]) -> dict[str, float | None]:
+def _spread(values: list[float]) -> dict[str, float | None]:
     if not values:
         return {"p50": None, "p99": None, "max": None}
-    a = np.asarray(values)
     return {
-        "p50": round(float(np.percentile(a, 50)), 3),
-        "p99": round(float(np.percentile(a, 99)), 3),
-        "max": round(float(a.max()), 3),
+        "p50": percentile(values, 50),
+        "p99": percentile(values, 99),
+        "max": round(float(max(values)), 3),
     }
 
 
@@ -182,9 +180,9 @@ def check(
                 continue  # the xApp's subscriptions were coming up
             res.spurious += 1
             res.spurious_events.append(ev)
-    res.start_delay_ms = _q(start_d)
-    res.end_delay_ms = _q(end_d)
-    res.interruption_error_ms = _q(int_err)
+    res.start_delay_ms = _spread(start_d)
+    res.end_delay_ms = _spread(end_d)
+    res.interruption_error_ms = _spread(int_err)
     return res
 
 

@@ -77,6 +77,7 @@ from octoric.experiments.bench import (
     _wait,
     stop_all,
 )
+from octoric.experiments.experiment import percentile
 from octoric.redis_server import free_port
 from octoric.ric.stack import LoopThread, RicStack, free_pair, running_ric
 from octoric.xapps.occ.synthetic import random_batch
@@ -294,10 +295,6 @@ def start_occ(stack: RicStack, tmp: Path, case: LoopCase) -> tuple[Proc, int]:
     return _spawn(stack, tmp, "occ", argv, rmr, http, d), http
 
 
-def _q(values: np.ndarray, q: float) -> float | None:
-    return round(float(np.percentile(values, q)), 1) if len(values) else None
-
-
 def measure(case: LoopCase, seconds: float = 30.0, warmup_s: float = 3.0, seed: int = 5,
             rt_priority: int | None = None) -> dict[str, Any]:  # fmt: skip
     """One configuration, one run: the row ``octoric bench loop --json`` prints for it.
@@ -351,11 +348,12 @@ def _breakdown(traces: Path, arrivals: list[Arrival]) -> dict[str, dict[str, flo
 
 
 def _span(v: np.ndarray) -> dict[str, float | None]:
-    return {"p50": _q3(v, 50), "p99": _q3(v, 99), "p999": _q3(v, 99.9), "n": len(v)}
-
-
-def _q3(values: np.ndarray, q: float) -> float | None:
-    return round(float(np.percentile(values, q)), 3) if len(values) else None
+    return {
+        "p50": percentile(v, 50),
+        "p99": percentile(v, 99),
+        "p999": percentile(v, 99.9),
+        "n": len(v),
+    }
 
 
 def _run_case(stack: RicStack, tmp: Path, case: LoopCase, seconds: float, warmup_s: float,
@@ -483,14 +481,14 @@ def _figures(case: LoopCase, nodes: list[LoadNode], latency: list[Sample], st0: 
     }
     return {
         "config": case.name,
-        "p50_us": _q(arr, 50),
-        "p99_us": _q(arr, 99),
-        "p999_us": _q(arr, 99.9),
+        "p50_us": percentile(arr, 50, 1),
+        "p99_us": percentile(arr, 99, 1),
+        "p999_us": percentile(arr, 99.9, 1),
         # the same samples at the datagram's arrival at the receiver's socket (kernel stamp):
         # without the receiving process's own wake-up and read
-        "socket_p50_us": _q(sock, 50),
-        "socket_p99_us": _q(sock, 99),
-        "socket_p999_us": _q(sock, 99.9),
+        "socket_p50_us": percentile(sock, 50, 1),
+        "socket_p99_us": percentile(sock, 99, 1),
+        "socket_p999_us": percentile(sock, 99.9, 1),
         "lost": int(lost),
         "ue_samples_per_s": round(samples / elapsed, 1) if elapsed else None,
         "offered_ue_samples_per_s": case.ue_samples_per_s,
@@ -505,7 +503,7 @@ def _figures(case: LoopCase, nodes: list[LoadNode], latency: list[Sample], st0: 
         "cpu_share": {k: round((cpu1[k] - cpu0[k]) / elapsed, 3) for k in cpu0},
         "xapp_inside_ms": st1.get("latency_ms"),
         "overloaded": st1.get("overloaded"),
-        "sustained": sustained(int(lost), shed, _q(arr, 99)),
+        "sustained": sustained(int(lost), shed, percentile(arr, 99, 1)),
         "xapp_counters": st1.get("counters", {}),
         "xapp_rmr": st1.get("rmr", {}),
     }

@@ -19,12 +19,12 @@ of the paper's 100 runs, a download not done within ``DOWNLOAD_CAP_S`` counts as
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from octoric.experiments.claims import RULE_MD, ClaimResult, claims_table, judge, ratio
+from octoric.experiments.experiment import Case, Experiment, RunOptions, grid, nest, register
 from octoric.sim.engine import Engine
 from octoric.sim.scenario import ChannelSpec, FlowSpec, Scenario, UeSpec
 from octoric.sim.video import WiredPathConfig
@@ -112,24 +112,6 @@ def run_download(d: Download, scheme: str, seed: int) -> float:
     return DOWNLOAD_CAP_S if tx.done_us is None else tx.done_us / 1e6
 
 
-def run_downloads(quick: bool, progress: Callable[[str], None] | None = None
-                  ) -> list[dict[str, Any]]:  # fmt: skip
-    """Fig. 4: per profile, each scheme's download times over the seeds."""
-    rows = []
-    seeds = 1 if quick else DOWNLOAD_SEEDS
-    for d in DOWNLOADS:
-        row: dict[str, Any] = {"profile": d.name, "paper_speedup": d.paper_speedup}
-        for s in DOWNLOAD_SCHEMES:
-            times = []
-            for seed in range(1, seeds + 1):
-                if progress:
-                    progress(f"download {d.name} {s} seed {seed}")
-                times.append(round(run_download(d, s, seed), 3))
-            row[s] = times
-        rows.append(row)
-    return rows
-
-
 def download_claims(rows: list[dict[str, Any]]) -> list[ClaimResult]:
     """MORC's download time against CUBIC's, per seed (the ratio CUBIC / MORC)."""
     return [
@@ -139,26 +121,6 @@ def download_claims(rows: list[dict[str, Any]]) -> list[ClaimResult]:
               [(i + 1, c / m) for i, (c, m) in enumerate(zip(r["cubic"], r["morc"], strict=True))])
         for r in rows
     ]  # fmt: skip
-
-
-def run_all(quick: bool, duration_s: float, seeds: int = 1,
-            progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:  # fmt: skip
-    """Table 1's profiles, each scheme on seeds 1..``seeds``: ``row[scheme]`` the mean
-    utilization (%), ``row[f"{scheme}_seeds"]`` each seed's."""
-    rows = []
-    for i, p in enumerate(PROFILES):
-        if quick and i not in QUICK:
-            continue
-        row: dict[str, Any] = {"profile": p.name, "paper": dict(zip(SCHEMES, p.paper, strict=True))}
-        for s in SCHEMES:
-            per = []
-            for seed in range(1, seeds + 1):
-                if progress:
-                    progress(f"{p.name} {s} seed {seed}")
-                per.append(round(100 * run_one(p, s, duration_s, seed), 1))
-            row[s], row[f"{s}_seeds"] = round(statistics.fmean(per), 1), per
-        rows.append(row)
-    return rows
 
 
 def claims(rows: list[dict[str, Any]]) -> list[ClaimResult]:
@@ -254,3 +216,64 @@ def plot(rows: list[dict[str, Any]], out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
+
+
+class Morc(Experiment):
+    name = "morc"
+    help = "MORC's Table 1: MORC vs CUBIC vs BBR utilization on varying links"
+    quick_help = "3 of the 14 profiles, 10 s runs, one seed"
+    traces_help = "not used (MORC's links are synthetic)"
+
+    def add_arguments(self, p: Any) -> None:
+        p.add_argument("--duration", type=float, default=30.0, metavar="S",
+                       help="simulated seconds per run (default 30; --quick: 10)")  # fmt: skip
+
+    def _duration(self, opts: RunOptions) -> float:
+        return 10.0 if opts.quick else float(opts.extra.get("duration", 30.0))
+
+    def cases(self, opts: RunOptions) -> list[Case]:
+        profiles = [p.name for i, p in enumerate(PROFILES) if not opts.quick or i in QUICK]
+        table1 = range(1, opts.seeds_or(TABLE1_SEEDS) + 1)
+        downloads = range(1, opts.seeds_or(DOWNLOAD_SEEDS) + 1)
+        return grid("profiles", profiles, SCHEMES, table1) + grid(
+            "downloads", [d.name for d in DOWNLOADS], DOWNLOAD_SCHEMES, downloads, "download "
+        )
+
+    def run_case(self, case: Case, opts: RunOptions) -> float:
+        if case.part == "downloads":
+            d = next(d for d in DOWNLOADS if d.name == case.row)
+            return round(run_download(d, case.scheme, case.seed), 3)
+        p = next(p for p in PROFILES if p.name == case.row)
+        return round(100 * run_one(p, case.scheme, self._duration(opts), case.seed), 1)
+
+    def results(self, opts: RunOptions, cases: list[Case], outputs: list[Any]) -> dict[str, Any]:
+        """``profiles``: per Table 1 row, ``row[scheme]`` the mean utilization (%) and
+        ``row[f"{scheme}_seeds"]`` each seed's; ``downloads``: per Fig. 4 profile, each
+        scheme's download times over the seeds."""
+        rows = []
+        for name, by in nest(cases, outputs, "profiles").items():
+            p = next(p for p in PROFILES if p.name == name)
+            row: dict[str, Any] = {"profile": name,
+                                   "paper": dict(zip(SCHEMES, p.paper, strict=True))}  # fmt: skip
+            for s in SCHEMES:
+                row[s], row[f"{s}_seeds"] = round(statistics.fmean(by[s]), 1), by[s]
+            rows.append(row)
+        downloads = [
+            {"profile": name, "paper_speedup": next(d for d in DOWNLOADS
+                                                    if d.name == name).paper_speedup, **by}
+            for name, by in nest(cases, outputs, "downloads").items()
+        ]  # fmt: skip
+        return {"profiles": rows, "downloads": downloads, "duration_s": self._duration(opts)}
+
+    def claims(self, results: dict[str, Any]) -> list[ClaimResult]:
+        return claims(results["profiles"]) + download_claims(results["downloads"])
+
+    def report(self, results: dict[str, Any]) -> str:
+        return markdown(results["profiles"], float(results["duration_s"]),
+                        self.plot_names(results)[0], results["downloads"])  # fmt: skip
+
+    def draw(self, results: dict[str, Any], png: Path) -> None:
+        plot(results["profiles"], png)
+
+
+register(Morc())

@@ -13,9 +13,6 @@ This is a tool, not an algorithm core: it is the one module under ``xapps/`` tha
 
 from __future__ import annotations
 
-import json
-import sys
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -24,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from octoric.errors import OctoricError
-from octoric.experiments.claims import ClaimResult
+from octoric.experiments.claims import RULE_MD, ClaimResult, claims_table
+from octoric.experiments.experiment import Case, Experiment, RunOptions, percentile, register
 
 # ``occ`` is OCC as the paper specifies it (Eq. 5 exactly: the extensions below off);
 # ``occ-ext`` is the xApp's default configuration with the project's extensions on
@@ -40,6 +38,7 @@ ROUTES = ("good", "blockage", "poor")
 # content caps what the encoder can produce
 CONTENT_MBPS = {"hdr": 13.9, "lecture": 7.6}
 PAPER_FPS = 25.0
+PLOT_PREFIX = "occ-eval"  # docs/occ-eval-*.png
 
 
 class EvalError(OctoricError):
@@ -84,6 +83,13 @@ class EvalResult:
         d = asdict(self)
         del d["latencies_ms"]
         return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> EvalResult:
+        """A stored row (without the frame latencies, which only the plots read)."""
+        keys = ("frame_latency_ms", "network_latency_ms", "sender_queue_ms")
+        lat: dict[str, Latency] = {k: Latency(**d[k]) for k in keys if k in d}
+        return cls(**{**d, **lat})
 
 
 @dataclass
@@ -221,10 +227,6 @@ def _scenario(case: EvalCase, scheme: str, duration_s: float, opts: EvalOptions)
     return sc
 
 
-def _pct(a: np.ndarray, q: float) -> float | None:
-    return round(float(np.percentile(a, q)), 3) if a.size else None
-
-
 def block_mean(per_ms: np.ndarray, block_ms: int) -> np.ndarray:
     """``per_ms`` with each run of ``block_ms`` values replaced by its mean (bytes per block
     kept exactly; the last, shorter block too)."""
@@ -304,57 +306,22 @@ def run_case(
     return EvalResult(
         trace=case.name,
         scheme=scheme,
-        frame_latency_ms=Latency(_pct(a, 50), _pct(a, 95), _pct(a, 99)),
+        frame_latency_ms=Latency(percentile(a, 50), percentile(a, 95), percentile(a, 99)),
         stall_rate=round(float((a > STALL_MS).mean()), 4) if a.size else None,
         valid_bitrate_kbps=round(float(np.mean([f["valid_bitrate_kbps"] for f in flows])), 1),
         frame_bitrate_kbps=round(float(np.mean([f["frame_bitrate_kbps"] for f in flows])), 1),
-        network_latency_ms=Latency(_pct(n, 50), _pct(n, 95), _pct(n, 99)),
+        network_latency_ms=Latency(percentile(n, 50), percentile(n, 95), percentile(n, 99)),
         utilization=round(float(np.mean(utils)), 4) if utils else None,
         seed=seed,
         flows=len(flows),
         frames_decoded=int(a.size),
         capacity_kbps=round(float(np.mean(caps)), 1),
-        sender_queue_ms=Latency(_pct(q, 50), _pct(q, 95), _pct(q, 99)),
+        sender_queue_ms=Latency(percentile(q, 50), percentile(q, 95), percentile(q, 99)),
         abw_source=src.pop() if len(src) == 1 else None,
         sim_seconds=sim_s,
         wall_seconds=round(res.wall_seconds, 2),
         latencies_ms=lat,
     )
-
-
-def run_all(
-    cases: list[EvalCase],
-    duration_s: float,
-    seed: int = 1,
-    schemes: tuple[str, ...] = SCHEMES,
-    progress: Callable[[str], None] | None = None,
-    opts: EvalOptions = EvalOptions(),
-    seeds: int = 1,
-) -> list[EvalResult]:
-    """Every case x scheme x seed (``seed`` .. ``seed + seeds - 1``), the same seed for every
-    scheme of a case."""
-    if duration_s <= 0:
-        raise EvalError("--duration must be > 0")
-    if seeds < 1:
-        raise EvalError("--seeds must be >= 1")
-    out: list[EvalResult] = []
-    n = len(cases) * len(schemes) * seeds
-    for case in cases:
-        for sd in range(seed, seed + seeds):
-            for scheme in schemes:
-                tag = f"{case.name} {scheme} seed {sd}"
-                if progress:
-                    progress(f"[eval] {len(out) + 1}/{n} {tag} ({duration_s:g} s) ...")
-                t0 = time.monotonic()
-                r = run_case(case, scheme, duration_s, sd, opts)
-                out.append(r)
-                if progress:
-                    progress(
-                        f"[eval] {len(out)}/{n} {tag}: network p99 "
-                        f"{r.network_latency_ms.p99} ms, frame {r.frame_bitrate_kbps:.0f} "
-                        f"kbit/s ({time.monotonic() - t0:.1f} s)"
-                    )
-    return out
 
 
 def _f(v: float | None, nd: int = 1) -> str:
@@ -467,14 +434,6 @@ def claims(results: list[EvalResult], cases: list[EvalCase]) -> list[ClaimResult
     return rows
 
 
-def write_json(results: list[EvalResult], out: Path, meta: dict[str, Any]) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"results": [r.to_json() for r in results], "meta": meta}
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=2) + "\n")
-    tmp.replace(out)
-
-
 def write_plots(results: list[EvalResult], folder: Path, prefix: str = "occ-eval") -> list[Path]:
     """One latency CDF per trace, and one bar chart (p95/p99, valid bitrate) per scheme, of
     the first seed's runs."""
@@ -581,10 +540,6 @@ def write_tradeoff_plot(results: list[EvalResult], folder: Path, prefix: str) ->
     return p
 
 
-def progress_to_stderr(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 @dataclass(frozen=True)
 class OccVariant:
     label: str
@@ -663,3 +618,222 @@ def write_timeseries_plot(
     fig.savefig(p, dpi=80)
     plt.close(fig)
     return p
+
+
+class OccEval(Experiment):
+    """``part`` of a case is its group (traces, contention, routes), ``row`` its name."""
+
+    name = "occ"
+    help = "OCC-fed (OCC engine) vs GCC vs PBE-CC-style senders on Mahimahi traces"
+    quick_help = "a smoke run: the first trace (by name), the contention cell, one route; 10 s"
+    traces_help = "folder of Mahimahi *.down"
+
+    def add_arguments(self, p: Any) -> None:
+        p.add_argument(
+            "--duration",
+            type=float,
+            default=120.0,
+            metavar="S",
+            help="simulated seconds per run (default 120; --quick: 10 at most)",
+        )
+        p.add_argument("--seed", type=int, default=1, help="the first seed (default 1)")
+        p.add_argument(
+            "--only",
+            action="append",
+            metavar="NAME",
+            help="only these traces (file name without .down; repeatable)",
+        )
+        p.add_argument(
+            "--csi-period-ms",
+            type=int,
+            default=20,
+            metavar="MS",
+            help="the gNB reports each trace's capacity over the previous MS ms as the UE's "
+            "MCS (a CSI period; default 20, srsRAN_Project's CSI-RS period; 0: the delivered "
+            "bytes of each ms, an MCS of zero between packets)",
+        )
+        p.add_argument(
+            "--smooth-ms",
+            type=int,
+            default=0,
+            metavar="MS",
+            help="also spread each trace's deliveries evenly over blocks of MS ms, for every "
+            "scheme (removes the traces' 1500-byte packet quantisation; default 0: as recorded)",
+        )
+        p.add_argument(
+            "--occ-set",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="change an OCC engine parameter for the occ runs (OccConfig field, e.g. "
+            "outage_fallback=true; repeatable; occ runs start from the paper's configuration, "
+            "occ-ext from the xApp's defaults)",
+        )
+        p.add_argument(
+            "--timeseries",
+            action="append",
+            default=[],
+            metavar="NAME",
+            help="also plot OCC over time on this trace (target, capacity, outages, frame "
+            "latency; default settings vs Eq. (5) as written; 60 s) (repeatable)",
+        )
+        p.add_argument(
+            "--scheme",
+            action="append",
+            choices=SCHEMES,
+            metavar="NAME",
+            help="only these schemes (occ: OCC as the paper specifies it; gcc; pbe; occ-ext: "
+            "OCC with the project's extensions, an ablation; repeatable; default all four)",
+        )
+        p.add_argument(
+            "--no-contention", action="store_true", help="skip the multi-UE contention scenario"
+        )
+        p.add_argument(
+            "--routes",
+            nargs="*",
+            default=None,
+            metavar="ROUTE",
+            help="the OCC paper's PHY routes to run on a 51-PRB cell (default: good blockage "
+            "poor; none: --routes with no name)",
+        )
+        p.add_argument(
+            "--video",
+            choices=("webrtc", "lag"),
+            default="webrtc",
+            help="the senders' video: webrtc (the paper's: x264 in a 4-frame VBV, key frames "
+            "every 3000 frames, 25 fps; default) or lag (issue #7's first model)",
+        )
+        p.add_argument(
+            "--content", choices=tuple(CONTENT_MBPS), default="hdr",
+            help="the paper's video: 2K HDR (13.9 Mbit/s, default) or lecture (7.6 Mbit/s): "
+            "the encoder's cap (webrtc video only)")  # fmt: skip
+
+    @staticmethod
+    def _x(opts: RunOptions, key: str, default: Any = None) -> Any:
+        v = opts.extra.get(key)
+        return default if v is None else v
+
+    def _options(self, opts: RunOptions) -> EvalOptions:
+        return EvalOptions(
+            csi_period_ms=self._x(opts, "csi_period_ms", 20),
+            smooth_ms=self._x(opts, "smooth_ms", 0),
+            occ_overrides=parse_occ_set(self._x(opts, "occ_set", [])),
+            video=self._x(opts, "video", "webrtc"),
+            content=self._x(opts, "content", "hdr"),
+        )
+
+    def _duration(self, opts: RunOptions) -> float:
+        d = float(self._x(opts, "duration", 120.0))
+        return min(d, 10.0) if opts.quick else d
+
+    def _routes(self, opts: RunOptions) -> tuple[str, ...]:
+        return tuple(ROUTES if opts.extra.get("routes") is None else opts.extra["routes"])
+
+    def eval_cases(self, opts: RunOptions) -> list[EvalCase]:
+        """The cases of this run: the traces (``--only``), the contention cell, the routes;
+        ``--quick``: the first trace, the contention cell and the first route."""
+        traces = opts.traces_path
+        if not traces.is_dir():
+            raise EvalError(f"no trace folder {traces}: give --traces DIR (the public Mahimahi "
+                            "cellular traces, github.com/ravinet/mahimahi, folder traces/; "
+                            "*.down files)")  # fmt: skip
+        cases = find_cases(traces, contention=not opts.extra.get("no_contention"),
+                           routes=self._routes(opts))  # fmt: skip
+        only = opts.extra.get("only")
+        if only:
+            missing = sorted(set(only) - {c.name for c in cases})
+            if missing:
+                raise EvalError(f"--only: no trace {', '.join(missing)} in {traces}")
+            cases = [c for c in cases if c.name in only or c.trace is None]
+        if opts.quick:
+            first = min((c.name for c in cases if c.trace is not None), default=None)
+            route = next((c.name for c in cases if c.group == "routes"), None)
+            cases = [c for c in cases if c.name in (first, CONTENTION, route)]
+        return cases
+
+    def check(self, opts: RunOptions) -> None:
+        self._options(opts)  # EvalOptions and OccConfig check their fields
+        if self._duration(opts) <= 0:
+            raise EvalError("--duration must be > 0")
+        cases = self.eval_cases(opts)
+        series = self._x(opts, "timeseries", [])
+        unknown = sorted(set(series) - {c.name for c in cases if c.trace is not None})
+        if unknown:
+            raise EvalError(f"--timeseries: no trace {', '.join(unknown)} in this run")
+        if series and not opts.plots:
+            raise EvalError("--timeseries needs plots (drop --no-plots)")
+
+    def cases(self, opts: RunOptions) -> list[Case]:
+        first = int(self._x(opts, "seed", 1))
+        schemes = tuple(dict.fromkeys(opts.extra.get("scheme") or SCHEMES))
+        return [Case(c.group, c.name, s, sd)
+                for c in self.eval_cases(opts)
+                for sd in range(first, first + opts.seeds_or(1))
+                for s in schemes]  # fmt: skip
+
+    def _case(self, case: Case, opts: RunOptions) -> EvalCase:
+        if case.part == "traces":
+            return EvalCase(case.row, opts.traces_path / f"{case.row}.down")
+        if case.part == "routes":
+            return EvalCase(case.row, None, f"route:{case.row.removeprefix('route-')}")
+        return EvalCase(case.row, None)
+
+    def run_case(self, case: Case, opts: RunOptions) -> EvalResult:
+        return run_case(self._case(case, opts), case.scheme, self._duration(opts), case.seed,
+                        self._options(opts))  # fmt: skip
+
+    def results(self, opts: RunOptions, cases: list[Case], outputs: list[Any]) -> dict[str, Any]:
+        x = opts.extra
+        meta = {
+            "duration_s": self._duration(opts),
+            "seed": self._x(opts, "seed", 1),
+            "seeds": opts.seeds_or(1),
+            "video": self._x(opts, "video", "webrtc"),
+            "content": self._x(opts, "content", "hdr"),
+            "routes": list(self._routes(opts)),
+            "csi_period_ms": self._x(opts, "csi_period_ms", 20),
+            "smooth_ms": self._x(opts, "smooth_ms", 0),
+            "occ_set": x.get("occ_set") or [],
+            "traces_dir": str(opts.traces_path),
+            "wall_seconds": round(sum(r.wall_seconds for r in outputs), 1),
+            "aggregation": "latency and stall rate over every flow's frames; bitrates mean per "
+            "flow",
+            # the claims group the cases (traces, routes, contention): kept for `eval report`
+            "groups": {c.row: c.part for c in cases},
+        }
+        return {"results": [r.to_json() for r in outputs], "meta": meta}
+
+    def _rows(self, results: dict[str, Any]) -> tuple[list[EvalResult], list[EvalCase]]:
+        rows = [EvalResult.from_json(r) for r in results["results"]]
+        groups = results["meta"]["groups"]
+        cases = [self._case(Case(g, name, "", 0), RunOptions(Path())) for name, g in groups.items()]
+        return rows, cases
+
+    def claims(self, results: dict[str, Any]) -> list[ClaimResult]:
+        return claims(*self._rows(results))
+
+    def document(self, results: dict[str, Any]) -> dict[str, Any]:
+        """As before #40: the claims inside ``meta``."""
+        meta = {**results["meta"], "claims": [c.to_json() for c in self.claims(results)]}
+        return {"experiment": self.name, "results": results["results"], "meta": meta}
+
+    def report(self, results: dict[str, Any]) -> str:
+        rows, cases = self._rows(results)
+        found = claims(rows, cases)
+        table = mean_table(rows)
+        if found:
+            table += "\n" + RULE_MD + "\n\n" + "\n".join(claims_table(found)) + "\n"
+        return table + "\nEvery run:\n\n" + markdown_table(rows)
+
+    def plots(self, results: dict[str, Any], outputs: list[Any], folder: Path,
+              opts: RunOptions) -> list[Path]:  # fmt: skip
+        written = write_plots(outputs, folder, PLOT_PREFIX)
+        by_name = {c.name: c for c in self.eval_cases(opts)}
+        for name in self._x(opts, "timeseries", []):
+            written.append(write_timeseries_plot(by_name[name], folder, PLOT_PREFIX,
+                                                 seed=int(self._x(opts, "seed", 1)),
+                                                 opts=self._options(opts)))  # fmt: skip
+        return written
+
+
+register(OccEval())

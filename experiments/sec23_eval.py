@@ -42,12 +42,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from octoric.errors import OctoricError
 from octoric.experiments.claims import RULE_MD, ClaimResult, claims_table, judge, ratio
-from octoric.experiments.grid import run_grid
+from octoric.experiments.experiment import Case, Experiment, RunOptions, grid, nest, register
 from octoric.sim.engine import Engine
 from octoric.sim.scenario import ChannelSpec, FlowSpec, Scenario, UeSpec
 from octoric.sim.summary import build_summary
@@ -117,20 +117,6 @@ def _full_layers_share(q: dict[str, Any]) -> float | None:
         return None
     n = sum(x["frames"] for x in layers)
     return layers[-1]["frames"] / n if n else None
-
-
-def run_all(trace_dir: Path, quick: bool,
-            progress: Callable[[str], None] | None = None) -> dict[str, Any]:  # fmt: skip
-    traces = TRACES[:1] if quick else TRACES
-    seeds = 1 if quick else SEEDS
-    duration = 20.0 if quick else 60.0
-
-    def case(n: int) -> Callable[[str, str, int], dict[str, Any]]:
-        return lambda t, s, seed: run_one(trace_dir, t, s, duration, seed, n)
-
-    runs = run_grid(traces, SCHEMES, seeds, case(2), progress, "case 2 ")
-    case1 = run_grid(traces, CASE1_SCHEMES, seeds, case(1), progress, "case 1 ")
-    return {"runs": runs, "case1": case1, "seeds": seeds, "duration_s": duration}
 
 
 def _ratios(res: dict[str, Any], a: str, b: str, key: str,
@@ -325,3 +311,51 @@ def plot(res: dict[str, Any], out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
+
+
+class Sec23(Experiment):
+    name = "sec23"
+    help = "Octopus SEC'23: Octopus vs OctoBBR, WebRTC (GCC) and video over BBR on LTE traces"
+    quick_help = "one trace, one seed, 20 s"
+    traces_help = "Mahimahi traces: " + ", ".join(f"{t}.down" for t in TRACES)
+
+    def _traces(self, opts: RunOptions) -> tuple[str, ...]:
+        return TRACES[:1] if opts.quick else TRACES
+
+    def _duration(self, opts: RunOptions) -> float:
+        return 20.0 if opts.quick else 60.0
+
+    def check(self, opts: RunOptions) -> None:
+        d = opts.traces_path
+        missing = [t for t in self._traces(opts) if not (d / f"{t}.down").is_file()]
+        if missing:
+            raise OctoricError(f"{d} lacks {', '.join(m + '.down' for m in missing)} "
+                               "(give --traces DIR)")  # fmt: skip
+
+    def cases(self, opts: RunOptions) -> list[Case]:
+        seeds = range(1, opts.seeds_or(SEEDS) + 1)
+        traces = self._traces(opts)
+        return grid("runs", traces, SCHEMES, seeds, "case 2 ") + grid(
+            "case1", traces, CASE1_SCHEMES, seeds, "case 1 "
+        )
+
+    def run_case(self, case: Case, opts: RunOptions) -> dict[str, Any]:
+        n = 1 if case.part == "case1" else 2
+        return run_one(opts.traces_path, case.row, case.scheme, self._duration(opts),
+                       case.seed, n)  # fmt: skip
+
+    def results(self, opts: RunOptions, cases: list[Case], outputs: list[Any]) -> dict[str, Any]:
+        return {"runs": nest(cases, outputs, "runs"), "case1": nest(cases, outputs, "case1"),
+                "seeds": opts.seeds_or(SEEDS), "duration_s": self._duration(opts)}  # fmt: skip
+
+    def claims(self, results: dict[str, Any]) -> list[ClaimResult]:
+        return claims(results)
+
+    def report(self, results: dict[str, Any]) -> str:
+        return markdown(results, self.plot_names(results)[0])
+
+    def draw(self, results: dict[str, Any], png: Path) -> None:
+        plot(results, png)
+
+
+register(Sec23())

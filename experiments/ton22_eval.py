@@ -20,14 +20,21 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from octoric.experiments.claims import RULE_MD, ClaimResult, Paper, claims_table, judge, ratio
-from octoric.experiments.grid import run_grid
+from octoric.experiments.experiment import (
+    Case,
+    Experiment,
+    RunOptions,
+    grid,
+    nest,
+    percentile,
+    register,
+)
 from octoric.sim.dash import SegmentRecord
 from octoric.sim.engine import Engine
 from octoric.sim.scenario import load
@@ -62,8 +69,8 @@ def run_one(mobility: str, scheme: str, duration_s: float, seed: int) -> dict[st
         assert f.tx is not None and f.tx_sink is not None
         goodput.append(f.tx_sink.received_bytes * 8 / duration_s)
         rtts.extend(f.tx.rtt_samples_ms)
-    q = np.percentile(rtts, [25, 50, 75]) if rtts else [float("nan")] * 3
-    return {"goodput_mbps": statistics.fmean(goodput) / 1e6, "rtt_ms": [float(x) for x in q],
+    q = [percentile(rtts, p, None) if rtts else math.nan for p in (25, 50, 75)]
+    return {"goodput_mbps": statistics.fmean(goodput) / 1e6, "rtt_ms": q,
             "handovers": len(eng.handovers)}  # fmt: skip
 
 
@@ -123,21 +130,6 @@ def _drop_lags(segs: list[SegmentRecord], starts: list[int]) -> list[float]:
         if seg.requested < prev.requested and before:
             out.append(round((seg.request_us - before[-1]) / 1e6, 2))
     return out
-
-
-def run_all(quick: bool, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    mobility = ("hsr",) if quick else MOBILITY
-    seeds = 1 if quick else SEEDS
-    duration = 20.0 if quick else 60.0
-    runs = run_grid(mobility, SCHEMES, seeds,
-                    lambda m, s, seed: run_one(m, s, duration, seed), progress)  # fmt: skip
-    dash_s = 10.0 if quick else 60.0
-    names = {dash_name(a, h): (a, h) for a in ABR_RULES for h in (False, True)}
-    dash = run_grid(("hsr",), names, seeds,
-                    lambda _m, n, seed: run_dash(*names[n], dash_s, seed), progress,
-                    label="dash ")["hsr"]  # fmt: skip
-    return {"runs": runs, "seeds": seeds, "duration_s": duration, "dash": dash,
-            "dash_duration_s": dash_s}  # fmt: skip
 
 
 def _ratio(runs: dict[str, list[dict[str, Any]]], a: str, b: str, key: str,
@@ -408,3 +400,46 @@ def _plot_dash(runs: dict[str, list[dict[str, Any]]], ax: Any) -> None:
     ax.set_ylabel("average bitrate (Mbit/s)")
     ax.set_title("§V-C on hsr: DASH vs DASH-H (Table VII)")
     ax.legend(ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.12))
+
+
+class Ton22(Experiment):
+    name = "ton22"
+    help = "Octopus ToN'22: BBR-H vs BBR vs CUBIC under HSR, driving and walking"
+    quick_help = "HSR only, one seed, 20 s"
+    traces_help = "not used (ToN'22's runs are the simulator's mobility scenarios)"
+
+    def _durations(self, opts: RunOptions) -> tuple[float, float]:
+        """Seconds per TCP run and per DASH run."""
+        return (20.0, 10.0) if opts.quick else (60.0, 60.0)
+
+    def cases(self, opts: RunOptions) -> list[Case]:
+        seeds = range(1, opts.seeds_or(SEEDS) + 1)
+        names = [dash_name(a, h) for a in ABR_RULES for h in (False, True)]
+        return grid("runs", ("hsr",) if opts.quick else MOBILITY, SCHEMES, seeds) + grid(
+            "dash", ("hsr",), names, seeds, "dash "
+        )
+
+    def run_case(self, case: Case, opts: RunOptions) -> dict[str, Any]:
+        tcp_s, dash_s = self._durations(opts)
+        if case.part == "dash":
+            abr = case.scheme.removesuffix("-h")
+            return run_dash(abr, case.scheme != abr, dash_s, case.seed)
+        return run_one(case.row, case.scheme, tcp_s, case.seed)
+
+    def results(self, opts: RunOptions, cases: list[Case], outputs: list[Any]) -> dict[str, Any]:
+        tcp_s, dash_s = self._durations(opts)
+        return {"runs": nest(cases, outputs, "runs"), "seeds": opts.seeds_or(SEEDS),
+                "duration_s": tcp_s, "dash": nest(cases, outputs, "dash").get("hsr", {}),
+                "dash_duration_s": dash_s}  # fmt: skip
+
+    def claims(self, results: dict[str, Any]) -> list[ClaimResult]:
+        return claims(results)
+
+    def report(self, results: dict[str, Any]) -> str:
+        return markdown(results, self.plot_names(results)[0])
+
+    def draw(self, results: dict[str, Any], png: Path) -> None:
+        plot(results, png)
+
+
+register(Ton22())

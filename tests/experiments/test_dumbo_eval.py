@@ -22,19 +22,19 @@ TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces" / "mahimahi"
 @pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/traces/mahimahi is not beside the "
                     "checkout")  # fmt: skip
 def test_eval_dumbo_quick_writes_a_report_whose_defining_claims_hold(tmp_path: Path) -> None:
-    out = tmp_path / "dumbo.md"
-    assert main(["eval", "dumbo", "--quick", "--traces", str(TRACES), "--out", str(out)]) == 0
-    report = out.read_text()
-    assert "| claim | paper | accepted (±30 % of the effect) |" in report and "dumbo.png" in report
-    assert (tmp_path / "dumbo.png").stat().st_size > 10_000
-    data = json.loads((tmp_path / "dumbo.json").read_text())
+    assert main(["eval", "dumbo", "--quick", "--traces", str(TRACES), "--out", str(tmp_path)]) == 0
+    report = (tmp_path / "report.md").read_text()
+    assert "| claim | paper | accepted (±30 % of the effect) |" in report
+    assert "(eval-dumbo.png)" in report and "(eval-dumbo-cellular.png)" in report
+    assert (tmp_path / "eval-dumbo.png").stat().st_size > 10_000
+    data = json.loads((tmp_path / "results.json").read_text())
     claims = {c["claim"]: c for c in data["claims"]}
     verdicts = ("holds", "exceeds the paper", "does not hold")
     assert len(claims) == 5 and all(c["verdict"] in verdicts for c in claims.values())
     rocc = [claims["RoCC+Dumbo converges faster than RoCC after the link steps up"],
             claims["RoCC+Dumbo's steady-state utilization is higher than RoCC's"]]  # fmt: skip
     assert len(rocc) == 2 and all(c["runs_in_direction"] == c["runs"] == 1 for c in rocc)
-    assert len(data["runs"]) == 5  # every run stored: `--from-json` re-renders the report
+    assert len(data["runs"]) == 5  # every run stored: `eval report` re-renders the report
     schemes = {s["scheme"]: s for s in data["schemes"]}
     assert set(schemes) == {"rocc", "rocc+dumbo", "copa", "copa+dumbo", "gcc"}
     assert schemes["rocc+dumbo"]["padding_share"] > 0 and schemes["rocc"]["padding_share"] == 0
@@ -48,18 +48,23 @@ def test_eval_dumbo_quick_writes_a_report_whose_defining_claims_hold(tmp_path: P
     for r in (x[0] for x in runs.values()):
         assert 20 < r["psnr_db"] < 60 and 3 < r["ssim_db"] < 30 and r["video_kbps"] > 0
     assert "§6.2: against GCC on cellular traces" in report
-    assert (tmp_path / "dumbo-cellular.png").stat().st_size > 10_000
+    assert (tmp_path / "eval-dumbo-cellular.png").stat().st_size > 10_000
+    # `eval report DIR` rebuilds the same report from results.json alone
+    (tmp_path / "report.md").unlink()
+    assert main(["eval", "report", str(tmp_path)]) == 0
+    assert (tmp_path / "report.md").read_text() == report
 
 
 def test_eval_dumbo_names_missing_traces(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rc = main(["eval", "dumbo", "--quick", "--traces", str(tmp_path), "--out",
-               str(tmp_path / "d.md")])  # fmt: skip
+               str(tmp_path / "d")])  # fmt: skip
     assert rc != 0 and "--no-cellular" in capsys.readouterr().err
-    assert not (tmp_path / "d.md").exists()
+    assert not (tmp_path / "d").exists()
     # the pulse-link part alone needs no traces
-    out = tmp_path / "pulse.md"
+    out = tmp_path / "pulse"
     assert main(["eval", "dumbo", "--quick", "--no-cellular", "--out", str(out)]) == 0
-    assert "cellular" not in out.read_text().splitlines()[0]
-    assert "cellular" not in json.loads(out.with_suffix(".json").read_text())
+    assert "cellular" not in (out / "report.md").read_text().splitlines()[0]
+    assert "cellular" not in json.loads((out / "results.json").read_text())
+    assert not (out / "eval-dumbo-cellular.png").exists()

@@ -16,11 +16,13 @@ pytestmark = pytest.mark.unit
 
 
 def test_eval_morc_quick_reports_the_table_and_the_headline_holds(tmp_path: Path) -> None:
-    out = tmp_path / "morc.md"
-    assert main(["eval", "morc", "--quick", "--out", str(out)]) == 0
+    run = tmp_path / "morc"
+    assert main(["eval", "morc", "--quick", "--out", str(run)]) == 0
+    out = run / "report.md"
     assert "| claim | paper | accepted (±30 % of the effect) |" in out.read_text()
-    assert (tmp_path / "morc.png").stat().st_size > 10_000
-    data = json.loads((tmp_path / "morc.json").read_text())
+    assert (run / "eval-morc.png").stat().st_size > 10_000
+    data = json.loads((run / "results.json").read_text())
+    assert data["experiment"] == "morc"
     assert len(data["profiles"]) == 3
     for row in data["profiles"]:
         assert all(0 < row[s] <= 100.5 for s in ("cubic", "morc", "bbr")), row
@@ -35,10 +37,14 @@ def test_eval_morc_quick_reports_the_table_and_the_headline_holds(tmp_path: Path
     # MORC is faster than CUBIC on both lossy profiles, as Fig. 4 has it
     assert all(c["measured_min"] > 1 for c in data["claims"][2:])
     assert "Fig. 4: 50 MB downloads" in out.read_text()
-    # --from-json: the same report again from the stored results, no simulation
+    # `eval report DIR`: the same report again from the stored results, no simulation
+    first = out.read_text()
+    out.unlink()
+    png = (run / "eval-morc.png").stat().st_mtime_ns
+    assert main(["eval", "report", str(run)]) == 0
+    assert out.read_text() == first
+    assert (run / "eval-morc.png").stat().st_mtime_ns == png  # the plot is not redrawn
+    # or from the results JSON alone (as docs/eval-morc.json), into another file
     again = tmp_path / "again.md"
-    assert main(["eval", "morc", "--from-json", str(tmp_path / "morc.json"), "--out",
-                 str(again)]) == 0  # fmt: skip
-    assert again.read_text() == out.read_text().replace("(morc.png)", "(again.png)")
-    assert json.loads(again.with_suffix(".json").read_text())["claims"] == data["claims"]
-    assert not again.with_suffix(".png").exists()  # the plot is not redrawn
+    assert main(["eval", "report", str(run / "results.json"), "--out", str(again)]) == 0
+    assert again.read_text() == first

@@ -27,9 +27,9 @@ def test_eval_occ_writes_results_table_and_plots(
     traces.mkdir()
     _write_trace(traces / "synthetic.down")
     (traces / "synthetic.up").write_text("1\n")  # uplink traces are not replayed
-    out = tmp_path / "res" / "res.json"
-    plots = out.parent  # plots go beside OUT unless --plots says otherwise
-    args = ["eval", "occ", "--traces", str(traces), "--json", str(out), "--duration", "3",
+    plots = tmp_path / "res"  # report.md, results.json and the plots
+    out = plots / "results.json"
+    args = ["eval", "occ", "--traces", str(traces), "--out", str(plots), "--duration", "3",
             "--timeseries", "synthetic", "--routes", "blockage", "--seeds", "2"]  # fmt: skip
     assert main(args) == 0
     cap = capsys.readouterr()
@@ -57,7 +57,8 @@ def test_eval_occ_writes_results_table_and_plots(
         assert r["valid_bitrate_kbps"] <= r["frame_bitrate_kbps"] * 1.01
     # occ rows ran the OCC xApp's engine, never the stand-in
     assert {r["abw_source"] for r in rows if r["scheme"] in ("occ", "occ-ext")} == {"occ-engine"}
-    assert out.with_suffix(".md").read_text().startswith("| case | scheme | seeds |")
+    report = (plots / "report.md").read_text()
+    assert report.startswith("| case | scheme | seeds |")
     # the claims table per group of cases, a ratio per (case, seed): the paper's joint claim
     # (lower latency and higher bitrate, judged per run), its ablation, and PBE-CC between
     claims = {c["claim"]: c for c in doc["meta"]["claims"]}
@@ -85,6 +86,11 @@ def test_eval_occ_writes_results_table_and_plots(
         "occ-eval-tradeoff.png",  # network p99 against frame bitrate, per case (Fig. 13)
     ]
     assert all((plots / n).read_bytes()[:4] == b"\x89PNG" for n in pngs)
+    # `eval report DIR`: the same report from results.json alone (frame latencies, which
+    # only the plots read, are not stored)
+    (plots / "report.md").unlink()
+    assert main(["eval", "report", str(plots)]) == 0
+    assert (plots / "report.md").read_text() == report
 
 
 def test_eval_occ_quick_runs_one_trace_and_the_contention_cell(
@@ -94,10 +100,11 @@ def test_eval_occ_quick_runs_one_trace_and_the_contention_cell(
     traces.mkdir()
     for name in ("b-trace", "a-trace"):
         _write_trace(traces / f"{name}.down")
-    out = tmp_path / "quick.json"
-    assert main(["eval", "occ", "--quick", "--traces", str(traces), "--json", str(out),
+    out = tmp_path / "quick"
+    assert main(["eval", "occ", "--quick", "--traces", str(traces), "--out", str(out),
                  "--no-plots"]) == 0  # fmt: skip
-    doc = json.loads(out.read_text())
+    doc = json.loads((out / "results.json").read_text())
+    assert not list(out.glob("*.png"))
     assert {r["trace"] for r in doc["results"]} == {"a-trace", ev.CONTENTION, "route-good"}
     assert doc["meta"]["duration_s"] == 10.0
     assert doc["meta"]["video"] == "webrtc" and doc["meta"]["content"] == "hdr"
@@ -109,12 +116,12 @@ def test_eval_occ_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     with pytest.raises(ev.EvalError, match="not a folder"):
         ev.find_cases(tmp_path / "missing")
     # through the CLI: a clear message, no traceback
-    assert main(["eval", "occ", "--traces", str(tmp_path), "--json", str(tmp_path / "o")]) != 0
+    assert main(["eval", "occ", "--traces", str(tmp_path), "--out", str(tmp_path / "o")]) != 0
     assert "no Mahimahi traces" in capsys.readouterr().err
     traces = tmp_path / "t"
     traces.mkdir()
     _write_trace(traces / "synthetic.down")
-    base = ["eval", "occ", "--traces", str(traces), "--json", str(tmp_path / "o.json")]
+    base = ["eval", "occ", "--traces", str(traces), "--out", str(tmp_path / "o")]
     for extra, msg in (
         (["--occ-set", "beta=2"], "beta: must be in (0, 1)"),
         (["--occ-set", "nope=1"], "want KEY=VALUE with KEY one of"),
@@ -127,7 +134,7 @@ def test_eval_occ_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     ):
         assert main(base + extra) != 0
         assert msg in capsys.readouterr().err, extra
-    assert not (tmp_path / "o.json").exists()
+    assert not (tmp_path / "o").exists()
 
 
 def test_block_mean_keeps_bytes_per_block() -> None:

@@ -19,11 +19,11 @@ TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces" / "mahimahi"
 @pytest.mark.skipif(not (TRACES / "Verizon-LTE-short.down").is_file(),
                     reason="../shared/traces/mahimahi is not beside the checkout")  # fmt: skip
 def test_eval_sec23_quick_reports_the_papers_claims(tmp_path: Path) -> None:
-    out = tmp_path / "sec23.md"
-    assert main(["eval", "sec23", "--quick", "--traces", str(TRACES), "--out", str(out)]) == 0
+    assert main(["eval", "sec23", "--quick", "--traces", str(TRACES), "--out", str(tmp_path)]) == 0
+    out = tmp_path / "report.md"
     assert "| claim | paper | accepted (±30 % of the effect) |" in out.read_text()
-    assert (tmp_path / "sec23.png").stat().st_size > 5_000
-    data = json.loads((tmp_path / "sec23.json").read_text())
+    assert (tmp_path / "eval-sec23.png").stat().st_size > 5_000
+    data = json.loads((tmp_path / "results.json").read_text())
     claims = {c["claim"]: c for c in data["claims"]}
     assert len(claims) == 8 and sum(c["counted"] for c in claims.values()) == 7  # BBR: extra
     tail = claims["Octopus's tail (p99) frame latency is lower than OctoBBR's (§6.2)"]

@@ -16,11 +16,11 @@ pytestmark = pytest.mark.unit
 
 
 def test_eval_ton22_quick_reports_table_vi_claims(tmp_path: Path) -> None:
-    out = tmp_path / "ton22.md"
-    assert main(["eval", "ton22", "--quick", "--out", str(out)]) == 0
+    assert main(["eval", "ton22", "--quick", "--out", str(tmp_path)]) == 0
+    out = tmp_path / "report.md"
     assert "| claim | paper | accepted (±30 % of the effect) |" in out.read_text()
-    assert (tmp_path / "ton22.png").stat().st_size > 5_000
-    data = json.loads((tmp_path / "ton22.json").read_text())
+    assert (tmp_path / "eval-ton22.png").stat().st_size > 5_000
+    data = json.loads((tmp_path / "results.json").read_text())
     claims = {c["claim"]: c for c in data["claims"]}
     assert len(claims) == 7 + 3 * 3
     price = claims["BBR-H's median RTT on HSR is higher than BBR's (its price)"]
