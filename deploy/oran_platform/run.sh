@@ -128,7 +128,7 @@ RTCFG=pods/rtmgr/root/cfg/rtmgr-config.yaml
 sed -i 's/^\(\s*\)"messagetypes": \[/&\n\1   "OCTORIC_ABW_REPORT=30500", "OCTORIC_HO_EVENT=30501", "OCTORIC_OCTOPUS_STATUS=30502",/' "$RTCFG"
 # ric-dep's list names one type "RIC_E2NODE_CONFIG_UPDATE_ACK==12071": rtmgr then writes a route
 # record without a message type ("mse|,<e2mgr>|-1|<e2term>") into every table; RMR 4.9 skips
-# that record, octoric's RMR refuses the whole table (docs/deploy.md). The operator's fix:
+# that record, as octoric's RMR now does too (it refused the whole table). The operator's fix:
 sed -i 's/"RIC_E2NODE_CONFIG_UPDATE_ACK==12071"/"RIC_E2NODE_CONFIG_UPDATE_ACK=12071"/' "$RTCFG"
 grep -q OCTORIC_ABW_REPORT "$RTCFG" || { echo "run.sh: could not add octoric's types to $RTCFG" >&2; exit 1; }
 cp "$ORAN/rtmgr/uta_rtg_ric.rt" pods/rtmgr/root/uta_rtg_ric.rt

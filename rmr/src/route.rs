@@ -32,6 +32,14 @@ pub fn unhex(s: &str) -> Option<Vec<u8>> {
 }
 
 /// Is `line` (trimmed) a table's end record?
+/// A route entry (`mse`, `rte`, `del`) rather than a table's frame or a meid record.
+fn is_entry(line: &str) -> bool {
+    matches!(
+        line.split('|').next().map(str::trim),
+        Some("mse" | "rte" | "del")
+    )
+}
+
 fn is_end(line: &str) -> bool {
     ["newrt|end", "updatert|end", "meid_map|end"]
         .iter()
@@ -331,6 +339,8 @@ pub struct Builder {
     base_meids: HashMap<String, String>,
     base_id: String,
     pub errors: u64,
+    /// Route entries skipped as unusable (counted in `errors` too).
+    pub skipped: u64,
     /// When set, a table is installed only if its end record carries the HMAC-SHA256 of its
     /// lines under this key (the route manager's; OCTORIC_RMR_RT_KEY): only the route
     /// manager may install routes (issue #17).
@@ -362,6 +372,7 @@ impl Builder {
             mode: Mode::Idle,
             id: String::new(),
             count: 0,
+            skipped: 0,
             entries: HashMap::new(),
             dels: Vec::new(),
             meid_map: HashMap::new(),
@@ -555,6 +566,19 @@ impl Builder {
             Ok(None) => return Event::None,
             Err(e) => {
                 self.errors += 1;
+                if matches!(self.mode, Mode::New | Mode::Update) && is_entry(line.trim()) {
+                    // RMR 4.9 skips an entry it cannot use and installs the rest: O-RAN SC's
+                    // rtmgr, from ric-dep's config, writes one such entry into every table
+                    // (`mse|,service-ricplt-e2mgr-rmr.ricplt:3801|-1|...`). It still counts
+                    // towards the end record's total.
+                    self.count += 1;
+                    self.skipped += 1;
+                    crate::log::log(
+                        crate::log::Level::Warn,
+                        &format!("route table {:?}: skipped an unusable entry: {e}", self.id),
+                    );
+                    return Event::None;
+                }
                 if self.mode != Mode::Idle {
                     let id = self.id.clone();
                     self.mode = Mode::Idle;
@@ -816,8 +840,27 @@ mod tests {
         let e = parse_file("newrt|start\nrte|1|a:1\nnewrt|end|2\n", vec![]).unwrap_err();
         assert!(e.0.contains("expected 2"), "{e}");
         assert!(parse_file("rte|1|a:1\n", vec![]).is_err());
-        assert!(parse_file("newrt|start\nrte|x|a:1\nnewrt|end\n", vec![]).is_err());
-        assert!(parse_file("newrt|start\nrte|1|nohostport\nnewrt|end\n", vec![]).is_err());
+    }
+
+    #[test]
+    fn an_unusable_entry_is_skipped_and_counted_as_rmr_4_9_does() {
+        // O-RAN SC's rtmgr, from ric-dep's config, writes the first of these into every table
+        let text = "newrt|start|t\n\
+                    mse|,service-ricplt-e2mgr-rmr.ricplt:3801|-1|10.41.0.7:38000\n\
+                    rte|x|a:1\nrte|2|nohostport\nmse|12050|7|e2:38000\nnewrt|end|4\n";
+        let mut b = Builder::new(vec![]);
+        let evs: Vec<Event> = text.lines().map(|l| b.feed(l)).collect();
+        assert!(
+            matches!(evs.last(), Some(Event::Complete { .. })),
+            "{evs:?}"
+        );
+        assert_eq!(b.skipped, 3);
+        let t = b.table();
+        assert!(t.lookup(12050, 7).is_some());
+        assert!(t.lookup(2, -1).is_none());
+        // a table's frame stays strict: a bad action still fails it
+        let e = parse_file("newrt|start\nnewrt|bogus\nnewrt|end\n", vec![]);
+        assert!(e.is_err());
     }
 
     #[test]
