@@ -191,7 +191,7 @@ class XappShell:
         # field is not their connection's peer, replayed route tables, listener limits
         for k in ("peers_rejected", "forged_senders", "rt_replayed", "conns_over_cap",
                   "frames_timed_out", "frames_too_big"):  # fmt: skip
-            self.rmr_counters[f"refused_{k}"] = getattr(st, k)
+            self.rmr_counters[f"refused_{k}"] = getattr(st, k, 0)  # 0: a library without it
         if n > self._ring_drops:
             self._ring_drop_at = time.monotonic()
             self.rmr_counters["dropped_ring_full"] += n - self._ring_drops
