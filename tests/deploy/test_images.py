@@ -11,9 +11,10 @@ address, the route table, Redis) it gets through the same environment
 (``octoric.deploy.xapp_env``), with the files it names copied where the container can read them.
 
 Checked per image: it registers with appmgr, subscribes (occ and handover: an E2 subscription
-with the container as client; occ also counts the indications that reach it), answers ``/ric/v1/health/alive`` and ``/ready`` and ``/metrics``,
-runs as uid 10001 on a read-only root, and stops on SIGTERM with exit code 0 inside the
-chart's grace period (Kubernetes' default 30 s; the charts set none).
+with the container as client; occ also counts the indications that reach it), answers
+``/ric/v1/health/alive`` and ``/ready`` and ``/metrics``, runs as uid 10001 on a read-only root,
+and stops on SIGTERM with exit code 0 inside the chart's grace period (Kubernetes' default 30 s;
+the charts set none).
 
 Needs root, podman and the images (``make images``, a slow build): skips, saying which is
 missing, otherwise. Runs in ``make test-all`` (marker ``slow``).
