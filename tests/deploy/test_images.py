@@ -9,6 +9,9 @@ image, a read-only root filesystem with /tmp writable (the chart's emptyDir), ev
 dropped, no privilege escalation. What ``octoric run`` gives an xApp process (the appmgr's
 address, the route table, Redis) it gets through the same environment
 (``octoric.deploy.xapp_env``), with the files it names copied where the container can read them.
+One difference from a cluster: the three share one network namespace, so handover's and
+octopus's route ports are the embedded RIC's (data port + 1), not the charts' 4561 (which is
+occ's here; in a cluster each pod has its own address).
 
 Checked per image: it registers with appmgr, subscribes (occ and handover: an E2 subscription
 with the container as client; occ also counts the indications that reach it), answers
