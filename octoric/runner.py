@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from octoric import lifeline
+from octoric import lifeline, realtime
 from octoric import log as octolog
 from octoric.config import RunConfig
 from octoric.errors import OctoricError
@@ -111,6 +111,8 @@ class RedisComponent:
                 await self.child.stop()
                 raise OctoricError(f"the private Redis refused the run's credentials: {state}")
             self.pid = self.child.proc.pid if self.child.proc else None
+            if self.pid is not None:
+                realtime.grant(self.pid, "redis")  # with OCTORIC_RT_PRIORITY, as e2term and xApps
             if ctx.redis_admin.enabled:
                 self._watch = asyncio.create_task(self._count_refusals(ctx.redis_admin))
         ctx.redis_host, ctx.redis_port = self.host, self.port

@@ -91,3 +91,21 @@ def test_the_startup_heap_is_frozen_unless_switched_off() -> None:
     out = subprocess.run([sys.executable, "-c", _FREEZE], env=env, capture_output=True,
                          text=True, timeout=60, check=True).stdout.split()  # fmt: skip
     assert out == ["False", "False", "False"]
+
+
+def test_another_process_is_granted_the_priority(monkeypatch: pytest.MonkeyPatch) -> None:
+    """redis-server cannot apply it itself: the run grants it (octoric/runner.py)."""
+    if os.geteuid() != 0:
+        pytest.skip("SCHED_FIFO needs CAP_SYS_NICE (CI runs as root)")
+    proc = subprocess.Popen(["sleep", "30"])
+    try:
+        monkeypatch.delenv(realtime.ENV, raising=False)
+        assert realtime.grant(proc.pid, "sleep") is None
+        assert os.sched_getscheduler(proc.pid) == os.SCHED_OTHER
+        monkeypatch.setenv(realtime.ENV, "2")
+        assert realtime.grant(proc.pid, "sleep") == 2
+        assert os.sched_getscheduler(proc.pid) == os.SCHED_FIFO
+        assert os.sched_getparam(proc.pid).sched_priority == 2
+    finally:
+        proc.kill()
+        proc.wait()
