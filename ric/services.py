@@ -576,6 +576,17 @@ def a1_app(rt: RicRuntime, sdl: Sdl, a1: A1Service, ep: Any) -> web.Application:
     return build_app([*a1.routes(), metrics], sdl, rt.api_token)
 
 
+async def a1_rmr_loop(a1: A1Service, ep: Any) -> None:
+    """a1's RMR side: each message to the A1 service, its answers back to the sender."""
+    while True:
+        msg = await ep.receive()
+        try:
+            for mtype, payload in await a1.on_rmr(msg.mtype, msg.payload):
+                ep.wh_send_to(msg.src, mtype, payload)
+        finally:
+            ep.release(msg)
+
+
 async def run_a1(rt: RicRuntime, stop: asyncio.Event) -> None:
     from octoric.ric import a1 as a1_mod
 
@@ -583,16 +594,7 @@ async def run_a1(rt: RicRuntime, stop: asyncio.Event) -> None:
     ep = _endpoint(rt, "a1", rt.ric.a1_rmr_port)
     a1 = a1_service(sdl, ep)
 
-    async def rmr_loop() -> None:
-        while True:
-            msg = await ep.receive()
-            try:
-                for mtype, payload in await a1.on_rmr(msg.mtype, msg.payload):
-                    ep.wh_send_to(msg.src, mtype, payload)
-            finally:
-                ep.release(msg)
-
-    task = asyncio.create_task(rmr_loop())
+    task = asyncio.create_task(a1_rmr_loop(a1, ep))
     runner = await _serve_app(
         a1_app(rt, sdl, a1, ep), rt.ric.bind_address, rt.ric.a1_rest_port, rt.ric.allowed_hosts
     )

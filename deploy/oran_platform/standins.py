@@ -154,7 +154,7 @@ async def run_e2term(args: argparse.Namespace, stop: asyncio.Event) -> None:
 
 async def run_a1(args: argparse.Namespace, stop: asyncio.Event) -> None:
     from octoric.ric import a1 as a1_mod
-    from octoric.ric.services import a1_service, build_app
+    from octoric.ric.services import a1_rmr_loop, a1_service, build_app
 
     sdl, watch = await _sdl(args.redis, "a1", [a1_mod.NS])
     ep = RmrEndpoint(
@@ -163,16 +163,7 @@ async def run_a1(args: argparse.Namespace, stop: asyncio.Event) -> None:
     ep.start()
     a1 = a1_service(sdl, ep)
 
-    async def rmr_loop() -> None:
-        while True:
-            msg = await ep.receive()
-            try:
-                for mtype, payload in await a1.on_rmr(msg.mtype, msg.payload):
-                    ep.wh_send_to(msg.src, mtype, payload)
-            finally:
-                ep.release(msg)
-
-    task = asyncio.create_task(rmr_loop())
+    task = asyncio.create_task(a1_rmr_loop(a1, ep))
     runner = web.AppRunner(build_app(a1.routes(), sdl, ""), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, "0.0.0.0", args.http_port, reuse_address=True).start()
