@@ -45,10 +45,12 @@ def may_grant(priority: int) -> bool:
     return os.geteuid() == 0 or resource.getrlimit(resource.RLIMIT_RTPRIO)[0] >= priority
 
 
-def apply_from_env(who: str) -> int | None:
+def apply_from_env(who: str, reset_on_fork: bool = False) -> int | None:
     """Run the calling thread (and the threads it starts from now on) under SCHED_FIFO at the
     priority ``OCTORIC_RT_PRIORITY`` gives; the priority, or None (unset, bad, or not
-    permitted: said in the log, the process runs on at normal priority)."""
+    permitted: said in the log, the process runs on at normal priority). ``reset_on_fork``:
+    processes it starts later run at normal priority (SCHED_RESET_ON_FORK), for a supervisor
+    whose children choose their own."""
     try:
         prio = priority_from_env()
     except ValueError as e:
@@ -57,7 +59,8 @@ def apply_from_env(who: str) -> int | None:
     if prio is None:
         return None
     try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
+        policy = os.SCHED_FIFO | (os.SCHED_RESET_ON_FORK if reset_on_fork else 0)
+        os.sched_setscheduler(0, policy, os.sched_param(prio))
     except (PermissionError, OSError) as e:
         log.warning("%s: %s=%d not applied (%s): running at normal priority", who, ENV, prio, e)
         return None

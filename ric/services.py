@@ -637,8 +637,11 @@ def serve(component: str, state: Path) -> int:
 
     octolog.configure(f"ric-{component}")
     wait_if_spare(lambda: _preload(component))
-    if component == "e2term":  # on the indication path (octoric/realtime.py)
-        realtime.apply_from_env("e2term")
+    # e2term is on the indication path (octoric/realtime.py); submgr, a1 and the platform are on
+    # the subscription and policy paths the xApps wait on: left at normal priority beside a
+    # 4-cell gNB on 2 cores, submgr answered so late that the xApps' subscriptions timed out
+    # and churned (a 75 s testbed run never got the handover xApp's active, 2026-11-28)
+    realtime.apply_from_env(component)
     rt = RicRuntime.read(state)
 
     async def go() -> None:

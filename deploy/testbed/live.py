@@ -38,6 +38,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from octoric import realtime
 from octoric.contracts import auth, ue_key
 from octoric.deploy.testbed import e2_capture
 from octoric.deploy.testbed.gnb import GnbComponent, ModeUe
@@ -117,6 +118,11 @@ class LiveChecks:
     # --- component --------------------------------------------------------------------------
     async def start(self, ctx: RunContext) -> None:
         self.ctx = ctx
+        # with OCTORIC_RT_PRIORITY the RIC and the xApps run SCHED_FIFO; the checks (this event
+        # loop) must keep up with them beside a gNB that takes both cores: at normal priority
+        # they saw the E2 Setup 74 s into a 75 s 4-cell run (2026-11-28). A gNB this run
+        # restarts later runs at normal priority again (reset on fork).
+        realtime.apply_from_env("testbed checks", reset_on_fork=True)
         self.metrics = GnbMetrics(self.gnb.ws_port, ctx.run_dir / "gnb-metrics.jsonl")
         self.metrics.start()
         self._task = asyncio.create_task(self._run())

@@ -109,3 +109,18 @@ def test_another_process_is_granted_the_priority(monkeypatch: pytest.MonkeyPatch
     finally:
         proc.kill()
         proc.wait()
+
+
+_RESET = """
+import os, subprocess, sys
+from octoric import realtime
+realtime.apply_from_env("child", reset_on_fork=True)
+kid = subprocess.run([sys.executable, "-c", "import os; print(os.sched_getscheduler(0))"],
+                     capture_output=True, text=True, check=True).stdout.strip()
+print(os.sched_getscheduler(0) & ~os.SCHED_RESET_ON_FORK == os.SCHED_FIFO,
+      int(kid) == os.SCHED_OTHER)
+"""
+
+
+def test_a_supervisors_priority_is_not_passed_to_the_processes_it_starts() -> None:
+    assert _child(_RESET, "1") == ["True", "True"]
