@@ -35,6 +35,7 @@ from aiohttp import web
 
 from octoric import log as octolog
 from octoric.contracts import message_types as mt
+from octoric.contracts import ports
 from octoric.ric import nodes
 from octoric.ric.rmr_endpoint import RmrEndpoint, RmrMessage
 from octoric.ric.sdl import Sdl
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--address", default="", help="e2term: its address as rtmgr routes to it")
     ap.add_argument("--e2mgr", default="", help="e2term: e2mgr's RMR endpoint (E2_TERM_INIT)")
     ap.add_argument("--rtmgr", default="", help="e2term: rtmgr's .../ric/v1/handles URL")
-    ap.add_argument("--http-port", type=int, default=10000)
+    ap.add_argument("--http-port", type=int, default=ports.A1_REST)
     args = ap.parse_args(argv)
     octolog.configure(f"oran-{args.component}")
 
