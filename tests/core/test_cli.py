@@ -100,6 +100,7 @@ def test_friendly_defaults(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     err = capsys.readouterr().err
     assert "--plot writes its PNGs beside the summary: give --json OUT" in err
     missing = tmp_path / "nope"
-    assert main(["eval", "occ", "--traces", str(missing), "--out", str(tmp_path / "o")]) == 1
+    # a bad option value: exit 2, as argparse gives (every paper checks its options first)
+    assert main(["eval", "occ", "--traces", str(missing), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert f"no trace folder {missing}" in err and "mahimahi" in err
