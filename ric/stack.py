@@ -80,17 +80,25 @@ class RicStack:
         return f"http://127.0.0.1:{getattr(self.rt.ric, port_name)}{path}"
 
 
-def start_ric(tmp: Path, redis: RedisServer, extra: Sequence[str] = ()) -> RicStack:
-    """``extra``: more ``--set`` overrides, e.g. ``ric.e2_setup_timeout_s=2``."""
-    overrides = ["redis.external=true", f"redis.port={redis.port}", f"report_dir={tmp}/run"]
-    ports = distinct_pairs(RIC_PORTS)
-    overrides += [f"ric.{k}={v}" for k, v in ports.items()] + list(extra)
-    env = dict(os.environ, OCTORIC_STATE_DIR=str(tmp / "state"), OCTORIC_LOG_FORMAT="json")
+def spawn_ric_up(base: Path, sets: Sequence[str]) -> tuple[subprocess.Popen[bytes], Path]:
+    """``octoric ric up`` on distinct free RIC ports, its run folder and state below ``base``
+    (``sets``: more ``--set`` overrides, e.g. the Redis to use); the process and its log."""
+    overrides = [f"report_dir={base}/run"]
+    overrides += [f"ric.{k}={v}" for k, v in distinct_pairs(RIC_PORTS).items()]
+    overrides += sets  # last: they win over the defaults above
+    env = dict(os.environ, OCTORIC_STATE_DIR=str(base / "state"), OCTORIC_LOG_FORMAT="json")
     argv = [sys.executable, "-m", "octoric.cli", "ric", "up"]
     for o in overrides:
         argv += ["--set", o]
-    log = tmp / "ric.log"
+    log = base / "ric.log"
     proc = subprocess.Popen(argv, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env)
+    return proc, log
+
+
+def start_ric(tmp: Path, redis: RedisServer, extra: Sequence[str] = ()) -> RicStack:
+    """``extra``: more ``--set`` overrides, e.g. ``ric.e2_setup_timeout_s=2``."""
+    redis_sets = ["redis.external=true", f"redis.port={redis.port}"]
+    proc, log = spawn_ric_up(tmp, [*redis_sets, *extra])
     try:
         return _wait_healthy(proc, tmp, redis, log)
     except BaseException:

@@ -16,7 +16,6 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -37,7 +36,7 @@ from octoric.redis_server import (
     free_port,
 )
 from octoric.ric.services import COMPONENTS, RicRuntime
-from octoric.ric.stack import RIC_PORTS, distinct_pairs
+from octoric.ric.stack import spawn_ric_up
 
 pytestmark = [pytest.mark.integration]
 NOBODY = 65534  # uid nobody, gid nogroup (Debian)
@@ -111,14 +110,7 @@ def ric_with_own_redis(extra: tuple[str, ...] = ()) -> Iterator[OwnRedisRic]:
     base = Path(tempfile.mkdtemp(prefix="octoric-auth-"))
     base.chmod(0o755)
     port = free_port()
-    overrides = [f"redis.port={port}", f"report_dir={base}/run"]
-    overrides += [f"ric.{k}={v}" for k, v in distinct_pairs(RIC_PORTS).items()] + list(extra)
-    env = dict(os.environ, OCTORIC_STATE_DIR=str(base / "state"), OCTORIC_LOG_FORMAT="json")
-    argv = [sys.executable, "-m", "octoric.cli", "ric", "up"]
-    for o in overrides:
-        argv += ["--set", o]
-    log = base / "ric.log"
-    proc = subprocess.Popen(argv, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env)
+    proc, log = spawn_ric_up(base, [f"redis.port={port}", *extra])
     try:
         current = base / "state" / "current.json"
         deadline = time.monotonic() + 120
