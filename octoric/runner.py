@@ -106,7 +106,12 @@ class RedisComponent:
                         f"(log: {data / 'redis.log'})"
                     )
                 await asyncio.sleep(0.02)
-            state = await asyncio.to_thread(probe, cfg.host, port, ctx.redis_auth)
+            # a loaded machine (CI) can answer the bare PING and then be slow to the login:
+            # only a refusal is final, silence is retried until the deadline
+            state = await asyncio.to_thread(probe, cfg.host, port, ctx.redis_auth, 2.0)
+            while state == "down" and time.monotonic() < deadline and self.child.failed() is None:
+                await asyncio.sleep(0.05)
+                state = await asyncio.to_thread(probe, cfg.host, port, ctx.redis_auth, 2.0)
             if state != "ok":  # e.g. a config file redis-server read differently
                 await self.child.stop()
                 raise OctoricError(f"the private Redis refused the run's credentials: {state}")
