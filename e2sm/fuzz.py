@@ -29,6 +29,8 @@ from octoric.e2sm.common import Guami, UeId, ntp_timestamp
 from octoric.e2sm.envelope import decode_ric_indication
 from octoric.e2sm.errors import E2smDecodeError
 from octoric.e2sm.fastpath import FastFormat3Decoder
+from octoric.e2sm.indication import parse_indication, parse_ric_indication
+from octoric.e2sm.rc_fast import RcIndicationDecoder
 
 Decoder = Callable[[bytes], Any]
 
@@ -184,6 +186,23 @@ def decoders() -> dict[str, tuple[str, Decoder]]:
     if native is not None:  # the Rust decoder (e2sm/native), where make setup built it
         out["native:Format3"] = ("E2SM-KPM-IndicationMessage", native.decode_message)
     out["envelope:RICindication"] = ("E2AP-PDU", decode_ric_indication)
+    # the xApps' public edges: what they call on an indication must raise E2smDecodeError
+    # alone, so an xApp catches one type (issue #40)
+    seeds = seed_corpus()
+    header = seeds["E2SM-KPM-IndicationHeader"][0]
+    message = seeds["E2SM-KPM-IndicationMessage"][0]
+    out["indication:parse_indication(message)"] = (
+        "E2SM-KPM-IndicationMessage",
+        lambda b: parse_indication(header, b),
+    )
+    out["indication:parse_indication(header)"] = (
+        "E2SM-KPM-IndicationHeader",
+        lambda b: parse_indication(b, message),
+    )
+    out["indication:parse_ric_indication"] = ("E2AP-PDU", parse_ric_indication)
+    out["rc_fast:IndicationMessage"] = ("E2SM-RC-IndicationMessage", RcIndicationDecoder().decode)
+    if native is not None:
+        out["native:RICindication"] = ("E2AP-PDU", native.decode_ric_indication)
     return out
 
 

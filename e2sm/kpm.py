@@ -23,7 +23,7 @@ from typing import Any, TypeVar, Union
 from octoric.contracts import kpm as _profile
 from octoric.e2sm import codec
 from octoric.e2sm.common import Cgi, RanFunctionName, UeId, ntp_to_unix
-from octoric.e2sm.errors import E2smEncodeError
+from octoric.e2sm.errors import E2smDecodeError, E2smEncodeError
 from octoric.e2sm.kpm_version import DEFAULT as DEFAULT_VERSION
 from octoric.e2sm.kpm_version import KpmVersion, needs, needs_v5
 
@@ -1023,6 +1023,11 @@ def decode_kpm(cls: type[T], data: bytes, version: KpmVersion = DEFAULT_VERSION)
     if cls is KpmIndicationHeader and version.timestamp_octets == 4:
         value = codec.decode(cls.ASN_TYPE, data, variant=version.variant)
         body = value["indicationHeader-formats"][1]
+        if not isinstance(body, dict):  # an extension alternative: no header format we know
+            raise E2smDecodeError(cls.ASN_TYPE, "unknown indicationHeader-formats alternative")
         body["colletStartTime"] = bytes(body["colletStartTime"]) + bytes(4)
-        return KpmIndicationHeader.from_asn(value)  # type: ignore[return-value]
+        try:
+            return KpmIndicationHeader.from_asn(value)  # type: ignore[return-value]
+        except (ValueError, KeyError, TypeError, IndexError) as e:  # as codec.decode_pdu does
+            raise E2smDecodeError(cls.ASN_TYPE, f"{type(e).__name__}: {e}") from None
     return codec.decode_pdu(cls, data, version.variant)

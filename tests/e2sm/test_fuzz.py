@@ -55,3 +55,20 @@ def test_random_bytes_e2ap_dataclasses(data: bytes) -> None:
 def test_fuzz_long() -> None:
     reports = fuzz.run(20_000, seed=11, out=io.StringIO())
     _check(reports)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "header",
+    [  # found by the fuzzer once parse_indication was among its decoders (issue #40): an
+        # extension alternative of indicationHeader-formats leaked a TypeError
+        "5fe410ec4c5f91cfcca1d97add881cd035b3b0",
+        "42f9229461ce0a5743101bd9c677aa4b236b1a862312f3f2cca7e24229892589afa93e0dfc",
+    ],
+)
+def test_an_unknown_header_format_is_a_decode_error(header: str) -> None:
+    from octoric.e2sm.indication import parse_indication
+
+    message = fuzz.seed_corpus()["E2SM-KPM-IndicationMessage"][0]
+    with pytest.raises(E2smDecodeError):
+        parse_indication(bytes.fromhex(header), message)

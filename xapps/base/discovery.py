@@ -64,18 +64,26 @@ class E2Node:
         return self.kpm_definition_read or bool(self.kpm_styles)
 
 
+def _unhex(definition: str, model: str) -> bytes | None:
+    """The bytes of a RAN function definition as the E2 manager lists it (hex, maybe spaced)."""
+    try:
+        return bytes.fromhex("".join(definition.split()))
+    except ValueError as e:
+        log.warning("%s RAN function definition is not hex (%d chars): %s", model,
+                    len(definition), e)  # fmt: skip
+        return None
+
+
 @functools.lru_cache(maxsize=64)
 def kpm_definition_of(definition: str | bytes) -> kpm.KpmRanFunctionDefinition | None:
     """An E2SM-KPM RAN function definition (hex string or bytes); None if it does not decode.
     Cached: discovery reads the same definitions every round, so a bad one is logged once."""
+    data = definition if isinstance(definition, bytes) else _unhex(definition, "KPM")
+    if data is None:
+        return None
     try:
-        data = (
-            definition
-            if isinstance(definition, bytes)
-            else bytes.fromhex("".join(definition.split()))
-        )
         return kpm.decode_kpm(kpm.KpmRanFunctionDefinition, data)
-    except (ValueError, E2smError) as e:
+    except E2smError as e:
         log.warning("KPM RAN function definition not readable (%d chars): %s", len(definition), e)
         return None
 
@@ -113,9 +121,12 @@ def _kpm_function(meid: str, functions: Any) -> tuple[KpmStyles, KpmVersion | No
 def rc_report_styles_of(definition: str) -> tuple[int, ...] | None:
     """The REPORT styles of an E2SM-RC RAN function definition (hex); None if it does not
     decode (cached: a bad one is logged once)."""
+    data = _unhex(definition, "RC")
+    if data is None:
+        return None
     try:
-        d = rc.decode_rc(rc.RcRanFunctionDefinition, bytes.fromhex("".join(definition.split())))
-    except (ValueError, E2smError) as e:
+        d = rc.decode_rc(rc.RcRanFunctionDefinition, data)
+    except E2smError as e:
         log.warning("RC RAN function definition not readable (%d chars): %s", len(definition), e)
         return None
     return tuple(st.style for st in d.report_styles or ())

@@ -45,7 +45,7 @@ def sightings(ind: RicIndication, meid: str, granularity_ms: int) -> list[UeSigh
     """The UEs one KPM indication from node ``meid`` saw served, with their RAN-time spans."""
     try:
         cols = parse_indication(ind.header, ind.message, granularity_ms=granularity_ms)
-    except (E2smError, ValueError, KeyError, TypeError, IndexError) as e:
+    except E2smError as e:
         raise KpmInputError("undecodable", str(e)) from None
     gran = cols.granularity_ms or granularity_ms
     if not math.isfinite(cols.collect_start) or cols.collect_start <= 0:

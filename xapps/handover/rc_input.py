@@ -53,7 +53,7 @@ def ue_infos(ind: RicIndication, meid: str, decoder: RcIndicationDecoder) -> lis
     directly and hands anything else to the generic codec)."""
     try:
         msg = decoder.decode(ind.message)
-    except (E2smError, ValueError, KeyError, TypeError) as e:
+    except E2smError as e:
         raise RcInputError("undecodable", str(e)) from None
     entries = msg.ue_params or ()
     if not entries:

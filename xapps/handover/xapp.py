@@ -266,7 +266,7 @@ class HandoverXapp:
             reason = "not_indication" if "expected a RICindication" in str(e) else "undecodable"
             self._reject(reason, str(e), msg.meid)
             return
-        except (E2smError, ValueError, KeyError, TypeError) as e:
+        except E2smError as e:
             self._reject("undecodable", str(e), msg.meid)
             return
         try:

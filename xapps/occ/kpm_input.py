@@ -59,8 +59,6 @@ def decode_indication(pdu: bytes) -> RicIndication:
         return decode_ric_indication(pdu)
     except E2smError as e:
         raise IndicationError("undecodable", str(e)) from None
-    except (ValueError, TypeError, IndexError, KeyError) as e:  # decoder edge cases
-        raise IndicationError("undecodable", f"{type(e).__name__}: {e}") from None
 
 
 def engine_input(
@@ -95,8 +93,6 @@ def engine_input(
         cols = parse_indication(ind.header, ind.message, version=version)
     except E2smError as e:
         raise IndicationError("undecodable", str(e)) from None
-    except (ValueError, TypeError, IndexError, KeyError) as e:  # decoder edge cases
-        raise IndicationError("undecodable", f"{type(e).__name__}: {e}") from None
     return _from_columns(ind.sn, ind.ran_function_id, cols, granularity_ms, degraded, meid)
 
 

@@ -544,7 +544,7 @@ def drop_counters(outcome: bytes | None) -> DropCounters | None:
         return None
     try:
         vals = dict(rc.decode_rc(rc.RcControlOutcome, outcome).values)
-    except (E2smError, ValueError):
+    except E2smError:
         return None
 
     def num(pid: int) -> int:
