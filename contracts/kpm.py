@@ -37,6 +37,19 @@ OCC_MEASUREMENTS: tuple[str, ...] = (
     UE_THP_DL,
 )
 OCC_OPTIONAL_MEASUREMENTS: tuple[str, ...] = (PRB_TOTAL_DL,)
+# What the OCC engine reads (Eq. 1-5), in the column order of its block: the measurements a
+# node must report for OCC's full mode (the xApp, and the simulator's offline OCC source)
+OCC_ENGINE_INPUTS: tuple[str, ...] = (
+    PRB_USED_DL,
+    PRB_AVAIL_DL,
+    ACTIVE_UES_DL,
+    BITS_PER_PRB_DL,
+    DL_BUFFER_BYTES,
+    DL_ARRIVED_BYTES,
+)
+# The 3GPP TS 28.552 measurements of the set: what a node without octoric's vendor ones must
+# report for OCC's degraded mode (xapps/occ/degraded.py estimates the others from them)
+STANDARD_MEASUREMENTS: tuple[str, ...] = (PRB_USED_DL, PRB_AVAIL_DL, UE_THP_DL)
 
 UE_LEVEL: frozenset[str] = frozenset(
     {PRB_USED_DL, MCS_DL, BITS_PER_PRB_DL, DL_BUFFER_BYTES, DL_ARRIVED_BYTES, UE_THP_DL}

@@ -18,15 +18,7 @@ from octoric.contracts import kpm as K
 from octoric.e2sm.granules import aggregate_granules
 from octoric.sim.measurements import AbwSource, KpmReport, register_abw_source
 
-# what the engine reads (``octoric.xapps.occ.metrics.REQUIRED``), in this column order
-_NAMES = (
-    K.PRB_USED_DL,
-    K.PRB_AVAIL_DL,
-    K.ACTIVE_UES_DL,
-    K.BITS_PER_PRB_DL,
-    K.DL_BUFFER_BYTES,
-    K.DL_ARRIVED_BYTES,
-)
+_NAMES = K.OCC_ENGINE_INPUTS  # what the engine reads, in its column order
 
 
 class OccEngineAbw(AbwSource):

@@ -18,13 +18,14 @@ from typing import Any
 import jsonschema
 from aiohttp import web
 
+from octoric.contracts import a1 as a1_paths
 from octoric.contracts import message_types as mt
 from octoric.ric import a1_schema
 from octoric.ric.sdl import Sdl
 
 log = logging.getLogger("ric.a1")
 NS = "octoric.ric.a1"
-PREFIX = "/A1-P/v2"
+PREFIX = a1_paths.PREFIX
 MAX_BODY = 1 << 20
 
 # (mtype, payload, sub_id) -> sent?

@@ -75,6 +75,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
+from octoric.contracts import a1 as a1_paths
 from octoric.contracts import auth
 from octoric.fuzz_inputs import deep_json, junk, junk_bytes, mutate_json, odd_path
 
@@ -123,7 +124,7 @@ def _type_body(tid: int) -> dict[str, Any]:
 
 
 def apis() -> list[Api]:
-    a1 = f"/A1-P/v2/policytypes/{FUZZ_TID}"
+    a1 = a1_paths.policy_type_path(FUZZ_TID)
     sub = {
         "ClientEndpoint": {"Host": "127.0.0.1", "HTTPPort": 9, "RMRPort": 4999},
         "Meid": "gnb_999_999_000001",  # no such node: it fails after its timer, as it should
@@ -136,13 +137,13 @@ def apis() -> list[Api]:
     handle = {"address": "127.0.0.1", "port": 4998, "subscription_id": 77}
     return [
         Api("a1", "a1_rest_port", [
-            ("PUT", a1, _type_body(FUZZ_TID)), ("GET", "/A1-P/v2/policytypes", None),
+            ("PUT", a1, _type_body(FUZZ_TID)), ("GET", f"{a1_paths.PREFIX}/policytypes", None),
             ("GET", a1, None), ("DELETE", a1, None),
             ("PUT", f"{a1}/policies/p1", {"x": 5, "s": "abc"}), ("GET", f"{a1}/policies", None),
             ("GET", f"{a1}/policies/p1", None), ("GET", f"{a1}/policies/p1/status", None),
-            ("DELETE", f"{a1}/policies/p1", None), ("GET", "/A1-P/v2/healthcheck", None),
-        ], ["/A1-P/v2/policytypes/{x}", "/A1-P/v2/policytypes/{x}/policies/{x}",
-            "/A1-P/v2/policytypes/{x}/policies/{x}/status", "/A1-P/v2/{x}", "/metrics",
+            ("DELETE", f"{a1}/policies/p1", None), ("GET", f"{a1_paths.PREFIX}/healthcheck", None),
+        ], [a1_paths.policy_type_path("{x}"), a1_paths.policy_path("{x}", "{x}"),
+            a1_paths.policy_path("{x}", "{x}") + "/status", a1_paths.PREFIX + "/{x}", "/metrics",
             "/ric/v1/health/ready"]),
         Api("submgr", "submgr_rest_port", [
             ("POST", "/ric/v1/subscriptions", sub), ("GET", "/ric/v1/subscriptions", None),
@@ -310,7 +311,7 @@ def make_sentinels(ports: dict[str, int], token: str) -> None:
 
 
 async def _make_sentinels(call: Call) -> None:
-    tid = f"/A1-P/v2/policytypes/{SENTINEL_TID}"
+    tid = a1_paths.policy_type_path(SENTINEL_TID)
     for method, name, path, body in (
         ("PUT", "a1", tid, _type_body(SENTINEL_TID)),
         ("PUT", "a1", f"{tid}/policies/sentinel", {"x": 1}),
@@ -336,7 +337,7 @@ async def _check_state(call: Call, names: list[str]) -> list[str]:
             continue
         if st != 200:
             bad.append(f"{name}: health check answered {st}")
-    tid = f"/A1-P/v2/policytypes/{SENTINEL_TID}"
+    tid = a1_paths.policy_type_path(SENTINEL_TID)
     for path in (tid, f"{tid}/policies/sentinel"):
         st, out = await call("a1", "GET", path, None)
         if st != 200:

@@ -37,6 +37,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from octoric import log as octolog
 from octoric import realtime
 from octoric.config import RicConfig
+from octoric.contracts import a1 as a1_paths
 from octoric.contracts import auth, hosts
 from octoric.e2sm.transport import Transport
 from octoric.redis_server import RedisAuth
@@ -277,7 +278,7 @@ def _auth_middleware(token: str) -> Any:
     async def mw(request: web.Request, handler: Any) -> web.StreamResponse:
         path = request.path
         open_path = path.startswith("/ric/v1/health") or path == "/metrics"
-        guarded = request.method not in ("GET", "HEAD") or path.startswith("/A1-P/")
+        guarded = request.method not in ("GET", "HEAD") or path.startswith(a1_paths.PREFIX + "/")
         if guarded and not open_path and not auth.authorized(request.headers, token):
             REST_AUTH["unauthorized"] += 1
             body = {"error": "this call needs the run's API token: header 'Authorization: "

@@ -55,8 +55,8 @@ GNB_ID_BITS = 22
 # the OCC set and the optional ones (OCC.PrbTotalDl: the serving carrier's DL PRBs).
 MEASUREMENTS: tuple[str, ...] = kpm.OCC_MEASUREMENTS + kpm.OCC_OPTIONAL_MEASUREMENTS
 _COL = {name: i for i, name in enumerate(MEASUREMENTS)}
-_UE_LEVEL = (K.PRB_USED_DL, K.MCS_DL, K.BITS_PER_PRB_DL, K.DL_BUFFER_BYTES,
-             K.DL_ARRIVED_BYTES, K.UE_THP_DL)  # fmt: skip
+_UE_LEVEL = tuple(m for m in MEASUREMENTS if m in K.UE_LEVEL)
+_CELL_LEVEL = tuple(m for m in MEASUREMENTS if m not in K.UE_LEVEL)
 
 # RC REPORT style 4 (UE information) parameters the agent reports (contracts.rc, docs/sim.md)
 RC_REPORT_PARAMS = tuple(R.REPORT_PARAMS.items())
@@ -506,7 +506,7 @@ class E2Agent(E2NodeSession[Subscription, AgentStats]):
                     out[:, m] = np.nanmean(col, axis=1)
                 else:
                     out[:, m] = np.where(np.isnan(col).all(axis=1), np.nan, np.nansum(col, axis=1))
-        for name in (K.PRB_AVAIL_DL, K.ACTIVE_UES_DL, K.PRB_TOTAL_DL):
+        for name in _CELL_LEVEL:
             out[:, _COL[name]] = gc[:, _COL[name]]
         return out[:, act.cols]
 

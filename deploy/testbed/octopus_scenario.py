@@ -43,7 +43,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from octoric.contracts import auth
+from octoric.contracts import a1, auth
 from octoric.contracts.octopus_policy import DropCounters
 from octoric.contracts.schemas import OCTOPUS_POLICY_TYPE_ID
 from octoric.deploy.testbed import e2_capture
@@ -76,10 +76,8 @@ def a1_policy(run_dir: Path) -> tuple[str, str]:
     from octoric.ric.services import RicRuntime
 
     rt = RicRuntime.read(run_dir / "ric.json")
-    url = (
-        f"http://127.0.0.1:{rt.ric.a1_rest_port}/A1-P/v2/policytypes/"
-        f"{OCTOPUS_POLICY_TYPE_ID}/policies/{POLICY_ID}"
-    )
+    path = a1.policy_path(OCTOPUS_POLICY_TYPE_ID, POLICY_ID)
+    url = f"http://127.0.0.1:{rt.ric.a1_rest_port}{path}"
     return url, rt.api_token
 
 

@@ -7,11 +7,16 @@ docstrings and comments may still name a number; code may not. What counts as a 
   as an integer literal;
 - a KPM measurement name (``RRU.*``, ``OCC.*``, ``DRB.*``) or a RAN function OID as a string;
 - the feedback wire format: its RTCP identifiers (``b"REMB"``, ``b"OCCF"``), or a function or
-  class that encodes, parses or listens for it.
+  class that encodes, parses or listens for it;
+- an A1-P path (a string with ``/A1-P/``: ``contracts.a1`` builds them);
+- a list of KPM measurements: a tuple, list or set literal naming three or more of
+  ``contracts.kpm``'s measurement constants (``contracts.kpm`` names the sets: OCC_MEASUREMENTS,
+  OCC_ENGINE_INPUTS, STANDARD_MEASUREMENTS, UE_LEVEL).
 """
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import subprocess
@@ -37,6 +42,8 @@ NUMBERS = {
 STRINGS = re.compile(
     r"""^[rbu]*["'](?:(?:RRU|OCC|DRB)\.[A-Za-z]+|1\.3\.6\.1\.4\.1\.53148\.[\d.]+|REMB|OCCF)["']$"""
 )
+A1_PATH = re.compile(r"""^[rbfuRBFU]*(?!"{3}|'{3})["'].*/A1-P/""")  # code, not a docstring
+MEASUREMENT_CONSTANTS = {k for k, v in vars(kpm).items() if k.isupper() and STRINGS.match(repr(v))}
 DEFINITIONS = re.compile(
     r"^\s*(?:def|class)\s+(\w*(?:parse_feedback|encode_\w*feedback|encode_remb|FeedbackListener)\w*)",
     re.M,
@@ -64,6 +71,14 @@ def copies_in(text: str) -> list[str]:
                 found.append(f"{line}: {NUMBERS[value]} {value}")
         elif tok.type == tokenize.STRING and STRINGS.match(tok.string):
             found.append(f"{line}: {tok.string}")
+        elif tok.type == tokenize.STRING and A1_PATH.match(tok.string):
+            found.append(f"{line}: A1 path {tok.string}")
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            attrs = [e.attr for e in node.elts if isinstance(e, ast.Attribute)]
+            named = [a for a in attrs if a in MEASUREMENT_CONSTANTS]
+            if len(named) >= 3:
+                found.append(f"{node.lineno}: list of KPM measurements {', '.join(named)}")
     for m in DEFINITIONS.finditer(text):
         found.append(f"{text.count(chr(10), 0, m.start()) + 1}: feedback format {m.group(1)}")
     return found
@@ -88,6 +103,9 @@ def test_no_contract_is_written_outside_contracts() -> None:
         'name = b"REMB"\n',
         "def parse_feedback(data: bytes) -> int: ...\n",
         "class FeedbackListener: ...\n",
+        'url = f"http://{host}:{port}/A1-P/v2/policytypes/30500"\n',
+        "NAMES = (K.PRB_USED_DL, K.PRB_AVAIL_DL,\n    K.ACTIVE_UES_DL)\n",
+        "wanted = [kpm.MCS_DL, kpm.UE_THP_DL, kpm.DL_BUFFER_BYTES]\n",
     ],
 )
 def test_the_scan_finds_a_copy(source: str) -> None:
@@ -95,8 +113,10 @@ def test_the_scan_finds_a_copy(source: str) -> None:
 
 
 def test_the_scan_leaves_prose_and_quantities_alone() -> None:
-    text = '"""Sends RIC_INDICATION (12050) on port 8090."""\nRATE = 10_000  # msg/s\n'
+    text = '"""Sends RIC_INDICATION (12050) on port 8090 (PUT /A1-P/v2/...)."""\nRATE = 10_000\n'
     assert copies_in(text) == []
+    # two measurements side by side are a pair, not a list (degraded.py's per-UE pairs)
+    assert copies_in("pair = (K.PRB_USED_DL, K.MCS_DL)\nx = (a.b, c.d, e.f)\n") == []
 
 
 def test_contracts_hold_what_the_scan_looks_for() -> None:

@@ -33,13 +33,8 @@ import numpy.typing as npt
 from octoric.contracts import kpm as K
 
 # what a node must report for the degraded mode, and what the mode estimates
-STANDARD: tuple[str, ...] = (K.PRB_USED_DL, K.PRB_AVAIL_DL, K.UE_THP_DL)
-ESTIMATED: tuple[str, ...] = (
-    K.ACTIVE_UES_DL,
-    K.BITS_PER_PRB_DL,
-    K.DL_BUFFER_BYTES,
-    K.DL_ARRIVED_BYTES,
-)
+STANDARD: tuple[str, ...] = K.STANDARD_MEASUREMENTS
+ESTIMATED: tuple[str, ...] = tuple(m for m in K.OCC_ENGINE_INPUTS if m not in STANDARD)
 MAX_UES = 100_000  # UEs whose sums are kept (oldest forgotten first)
 # R_mcs is the best bits-per-PRB of the UE's last WINDOW served granules: a PRB carries its
 # MCS's full rate unless it is the half-empty tail of a burst or lost to HARQ, both of which

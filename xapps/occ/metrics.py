@@ -21,14 +21,7 @@ BUFFER_BYTES = K.DL_BUFFER_BYTES  # UE: RLC DL buffer at the end of the granule
 ARRIVED_BYTES = K.DL_ARRIVED_BYTES  # UE: bytes that arrived in the granule
 PRB_TOTAL = K.PRB_TOTAL_DL  # optional, cell: PRBs of the carrier (P_total); else config
 
-REQUIRED: tuple[str, ...] = (
-    PRB_USED,
-    PRB_AVAIL,
-    ACTIVE_UES,
-    BITS_PER_PRB,
-    BUFFER_BYTES,
-    ARRIVED_BYTES,
-)
+REQUIRED: tuple[str, ...] = K.OCC_ENGINE_INPUTS
 # Row order of the block handed to the kernel.
 BLOCK_ROWS: tuple[str, ...] = (*REQUIRED, PRB_TOTAL)
 # Measurements that count what happened in the granule (a sum); the others are the state at its
