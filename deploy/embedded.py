@@ -1,7 +1,9 @@
 """``octoric run``: the embedded deployment on one machine, composed.
 
 Redis (``octoric.runner``), the live web dashboard (``deploy.dashboard``), then the RIC, the
-live simulated gNBs and the enabled xApps, in that start order. The xApps' ports are chosen
+live simulated gNBs, the enabled xApps, a subscriber to OCC's 30500 reports
+(``deploy.abw_listener``) and the A1 policies of the config (``deploy.a1_policies``), in
+that start order. The xApps' ports are chosen
 first so the simulator registers its OCC-fed flows with the OCC xApp of this run, wherever it
 listens.
 """
@@ -13,6 +15,8 @@ import os
 from octoric import runner
 from octoric.config import RunConfig
 from octoric.contracts import auth
+from octoric.deploy.a1_policies import A1PoliciesComponent
+from octoric.deploy.abw_listener import AbwListenerComponent
 from octoric.deploy.dashboard import DashboardComponent
 from octoric.deploy.sim_component import SimComponent
 from octoric.deploy.xapps_component import components as xapp_components
@@ -25,6 +29,11 @@ def build_components(ctx: RunContext) -> list[Component]:
     occ = next((x for x in xapps if x.spec.name == "occ"), None)
     occ_url = None if occ is None else f"http://127.0.0.1:{occ.http_port}/occ/v1/flows"
     parts: list[Component] = [RicComponent(), SimComponent(ctx, occ_url), *xapps]
+    if occ is not None:  # a reader of OCC's 30500 reports, so they have a route
+        parts.append(AbwListenerComponent())
+    names = [x.spec.name for x in xapps]
+    if ctx.config.a1_policies:  # after the xApps: the types they serve exist by then
+        parts.append(A1PoliciesComponent(ctx.config.a1_policies, names))
     if not ctx.config.dashboard.enabled:
         return parts
     # first, so its address is printed before the rest starts

@@ -35,29 +35,41 @@ def live_argv(ctx: RunContext, occ_flows_url: str | None = None) -> list[str]:
     cfg, ric = ctx.config.sim, ctx.config.ric
     argv = [
         sys.executable, "-m", "octoric.cli", "sim", "run", "--live", "--quiet",
-        "--scenario", cfg.scenario, "--cells", str(cfg.cells), "--ues", str(cfg.ues),
-        "--seed", str(cfg.seed), "--traffic", cfg.traffic,
+        "--scenario", cfg.scenario, "--seed", str(cfg.seed), "--traffic", cfg.traffic,
         "--ric-e2", f"127.0.0.1:{ric.e2_port}", "--e2-transport", resolve(ric.e2_transport),
         "--status-file", str(ctx.run_dir / STATUS_FILE),
         "--json", str(ctx.run_dir / SUMMARY_FILE),
         "--handover-log", str(ctx.run_dir / HANDOVER_LOG),
         "--series", str(ctx.run_dir / SERIES_FILE),
     ]  # fmt: skip
-    if cfg.cells_per_gnb is not None:
-        argv += ["--cells-per-gnb", str(cfg.cells_per_gnb)]
-    argv += ["--svc", cfg.svc]
+    for opt, value in (("--cells", cfg.cells), ("--cells-per-gnb", cfg.cells_per_gnb),
+                       ("--ues", cfg.ues)):  # fmt: skip
+        if value is not None:
+            argv += [opt, str(value)]
+    if cfg.svc != "scenario":
+        argv += ["--svc", cfg.svc]
     if cfg.octopus_header:
         argv.append("--octopus-header")
     if cfg.real_ues > 0:
         argv += ["--real-ues", str(cfg.real_ues)]
+    scheme = cfg.scheme
+    if scheme == "auto":
+        # OCC-fed flows (GCC until the first datagram and while the xApp says fallback): the
+        # scenario's own, or every video flow when it names none
+        scheme = "" if names_occ_flows(cfg.scenario) or occ_flows_url is None else "occ"
+    if scheme and cfg.traffic == "video":
+        argv += ["--scheme", scheme]
     if occ_flows_url is not None:
-        # the video flows are OCC-fed and take their target from the OCC xApp's UDP feedback
-        # (GCC until the first datagram and while the xApp says fallback)
-        url = occ_flows_url
-        if cfg.traffic == "video":
-            argv += ["--scheme", "occ"]
-        argv += ["--feedback-port", "0", "--occ-register", url]
+        # the OCC-fed flows take their target from the OCC xApp's UDP feedback
+        argv += ["--feedback-port", "0", "--occ-register", occ_flows_url]
     return argv
+
+
+def names_occ_flows(scenario: str) -> bool:
+    """Whether the scenario (built-in or YAML) has a flow with scheme ``occ`` of its own."""
+    from octoric.sim.scenario import load
+
+    return any(f.scheme == "occ" for u in load(scenario).ues for f in u.flows)
 
 
 def _mbps(kbps: Any) -> str:

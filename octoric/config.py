@@ -82,19 +82,43 @@ class RicConfig:
 
 @dataclass
 class SimConfig:
-    scenario: str = "multi-ue"
-    cells: int = 2
-    cells_per_gnb: int | None = None  # None: every cell on one gNB (one E2 node)
-    ues: int = 8
+    # the default, ``demo``, shows all three xApps at work (docs/running.md): OCC-fed and GCC
+    # flows side by side, UEs handed over between two gNBs, a flow for the Octopus dropper
+    scenario: str = "demo"
+    # None: the scenario's own layout; a number re-lays it out (its UE kinds repeated in order,
+    # UE i in cell i mod cells; every cell on one gNB unless cells_per_gnb says otherwise)
+    cells: int | None = None
+    cells_per_gnb: int | None = None
+    ues: int | None = None
     seed: int = 1
     traffic: Literal["video", "backlogged"] = "video"
-    # video layering (none keeps OCC's single-layer flows) and the Octopus header on every
-    # packet (harmless while no policy switches a dropper on)
-    svc: Literal["none", "temporal", "spatial"] = "none"
+    # every video flow's rate control; auto: a scenario that names OCC-fed flows (scheme occ,
+    # as the demo does) keeps its schemes, any other has all its video flows OCC-fed while the
+    # OCC xApp runs
+    scheme: str = "auto"
+    # video layering of every flow (scenario: each flow's own; none keeps OCC's single-layer
+    # flows) and the Octopus header on every packet (harmless while no policy switches a
+    # dropper on)
+    svc: Literal["scenario", "none", "temporal", "spatial"] = "scenario"
     octopus_header: bool = True
     # the first N UEs carry real applications' packets through network namespaces (root;
     # docs/emulated-cell.md): `--set sim.real_ues=1`
     real_ues: int = 0
+
+
+@dataclass
+class A1PolicyConfig:
+    """An A1 policy instance the run creates once its a1 is up, as an operator would
+    (``A1-P PUT /A1-P/v2/policytypes/{type}/policies/{id}``)."""
+
+    id: str = "octopus-demo"
+    type: int = 30500  # octopus-drop-policy (docs/octopus.md)
+    body: dict[str, Any] = field(default_factory=dict)
+
+
+def _demo_policies() -> list[A1PolicyConfig]:
+    # the demo scenario's Octopus flow (sim.scenario.DEMO_OCTOPUS_UE): the dropper from the start
+    return [A1PolicyConfig(body={"scope": {"ues": [1007]}, "enable": True})]
 
 
 @dataclass
@@ -115,6 +139,9 @@ class RunConfig:
     ric: RicConfig = field(default_factory=RicConfig)
     sim: SimConfig = field(default_factory=SimConfig)
     xapps: XappsConfig = field(default_factory=XappsConfig)
+    # created after the xApps start (a policy of a type whose xApp is not enabled is skipped);
+    # [] for none: --set a1_policies=[]
+    a1_policies: list[A1PolicyConfig] = field(default_factory=_demo_policies)
     dashboard: DashboardConfig = field(default_factory=DashboardConfig)
     # restart the xApps and e2term from a process already past its imports (octoric.spare):
     # ~1 s less per restart, ~170 MB per xApp and ~90 MB for e2term

@@ -259,7 +259,10 @@ def _validate_dash(f: FlowSpec, where: str) -> None:
 
 
 # --- built-in scenarios -----------------------------------------------------------------
-BUILTIN = ("static", "pulse", "trace:<path>", "route:<name>", "hsr", "multi-ue")
+BUILTIN = ("demo", "static", "pulse", "trace:<path>", "route:<name>", "hsr", "multi-ue")
+# the demo's UE that carries the Octopus-marked, temporal-SVC flow (its AMF-UE-NGAP-ID):
+# `octoric run`'s default A1 policy switches the gNB's dropper on for it
+DEMO_OCTOPUS_UE = 1007
 
 
 def builtin(name: str) -> Scenario:
@@ -292,6 +295,8 @@ def builtin(name: str) -> Scenario:
             mobility=MobilitySpec("hsr"),
         )  # fmt: skip
         return Scenario(name="hsr", duration_s=60.0, ran=ran, ues=[ue])
+    if name == "demo":
+        return demo()
     if name == "multi-ue":
         ues = [
             UeSpec(count=2, channel=ChannelSpec("fading", mean_snr_db=snr))
@@ -301,6 +306,35 @@ def builtin(name: str) -> Scenario:
     raise ScenarioError(
         f"unknown scenario {name!r}: give a YAML file or one of {', '.join(BUILTIN)}"
     )
+
+
+def demo() -> Scenario:
+    """``octoric run``'s default: all three xApps at work within its first 20 s.
+
+    Two cells of 51 PRB on two gNBs (a handover crosses E2 nodes). In each cell an OCC-fed and
+    a GCC video flow on UEs with the same channel statistics (cell 0 at 12 dB, cell 1 at
+    20 dB), so the two schemes meet the same conditions side by side; a train of three UEs
+    (OCC, GCC, OCC) crossing the cells at high speed (a handover every ~4 s per UE); and one
+    GCC flow in temporal SVC with the Octopus header on a link that falls from 6 to 1 Mbit/s
+    every 5 s, for the dropper an A1 policy switches on (UE ``DEMO_OCTOPUS_UE``). The static
+    pairs come first: ``sim.ues=4`` keeps the two pairs.
+    """
+    ues = [
+        UeSpec(cell=cell, channel=ChannelSpec("fading", mean_snr_db=snr),
+               flows=[FlowSpec(scheme=scheme)])
+        for cell, snr in ((0, 12.0), (1, 20.0)) for scheme in ("occ", "gcc")
+    ]  # fmt: skip
+    train = ChannelSpec("fading", mean_snr_db=16.0, std_db=6.0, corr_time_s=0.3)
+    ues += [
+        UeSpec(cell=i % 2, channel=train, flows=[FlowSpec(scheme=scheme)],
+               mobility=MobilitySpec("hsr", ho_interval_s=4.0))
+        for i, scheme in enumerate(("occ", "gcc", "occ"))
+    ]  # fmt: skip
+    octopus = FlowSpec(scheme="gcc", video=VideoConfig(svc="temporal", octopus=True))
+    ues.append(UeSpec(cell=0, channel=ChannelSpec("pulse", high_mbps=6.0, low_mbps=1.0,
+                                                  switch_s=5.0), flows=[octopus]))  # fmt: skip
+    ran = RanSpec(cells=2, cells_per_gnb=1, n_prb=51)
+    return Scenario(name="demo", duration_s=60.0, ran=ran, ues=ues)
 
 
 def load(name_or_path: str) -> Scenario:

@@ -78,7 +78,8 @@ def test_octoric_run_with_live_sim(tmp_path: Path) -> None:
     assert names >= {"ric", "sim", "xapp-occ", "xapp-handover"}, names
     assert state["ric"]["nodes"] and state["xapps"]["occ"]["ok"], state["xapps"]
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("[octoric")]
-    assert any("ric 1 nodes" in ln and "E2 1/1 up" in ln and "8 UEs" in ln for ln in lines), lines
+    # the default scenario (demo): 2 cells on 2 gNBs, 8 UEs
+    assert any("ric 2 nodes" in ln and "E2 2/2 up" in ln and "8 UEs" in ln for ln in lines), lines
     report = json.loads((tmp_path / "latest.json").read_text())
     sim = report["components"]["sim"]
     summary = sim["summary"]
@@ -90,16 +91,19 @@ def test_octoric_run_with_live_sim(tmp_path: Path) -> None:
     assert all(f["frame_latency_ms"]["p50"] is not None for f in summary["flows"])
     assert summary["live"]["nodes"][0]["stats"]["setups"] == 1
     assert "sim_seconds=" in p.stdout  # the end-of-run summary line
-    # issue #7: the video flows are OCC-fed; the status sets each UE's ABW beside its true
-    # capacity, and the summary prints the OCC-fed flows' p99 frame latency
-    assert all(f["scheme"] == "occ" for f in summary["flows"])
+    # issue #7: OCC-fed video flows; the status sets each UE's ABW beside its capacity, and
+    # the summary prints the OCC-fed flows' p99 frame latency. Issue #42: the demo has a GCC
+    # flow beside each OCC-fed one (the Octopus flow, the last, is GCC too)
+    schemes = [f["scheme"] for f in summary["flows"]]
+    assert schemes == ["occ", "gcc", "occ", "gcc", "occ", "gcc", "occ", "gcc"], schemes
     assert any("ABW/cap Mbit/s 1000 " in ln for ln in lines), lines
-    assert sim["occ_flows"] == 8 and len(sim["occ_p99_frame_latency_ms"]) == 8
+    assert sim["occ_flows"] == 4 and len(sim["occ_p99_frame_latency_ms"]) == 4
     assert "OCC-fed flows, p99 frame latency (ms): ue1000 " in p.stdout, p.stdout[-2000:]
     # issue #16: a clean run logs no traceback and none of the noise it once did
     (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
     logs = {f.name: f.read_text(errors="replace") for f in run_dir.glob("*.log")}
-    assert {"ric-e2term.log", "xapp-occ.log", "xapp-handover.log"} <= set(logs), sorted(logs)
+    want = {"ric-e2term.log", "xapp-occ.log", "xapp-handover.log", "abw-listener.log"}
+    assert want <= set(logs), sorted(logs)
     noise = ("Traceback", "early resume failed", "E2 node lost", "SetuptoolsDeprecationWarning")
     found = {n: [k for k, text in logs.items() if n in text] for n in noise}
     assert not any(found.values()), found
