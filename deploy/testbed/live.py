@@ -31,7 +31,7 @@ import logging
 import statistics
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -515,10 +515,6 @@ class LiveChecks:
     def _summary(self) -> dict[str, Any]:
         assert self.ctx is not None
         occ = self.xapps["occ"].last_status if "occ" in self.xapps else {}
-        received = int(occ.get("counters", {}).get("indications", 0))
-        # the DU also reports to other xApps' subscriptions: count those of the OCC xApp's ones
-        # (every one it held: a gNB restart may give it another), over every start's pcap
-        instances = self._occ_instances | _du_instances(occ, self.du_meid)
         du: Counter[str] = Counter()
         cucp: Counter[str] = Counter()
         by_instance: Counter[int] = Counter()
@@ -527,12 +523,14 @@ class LiveChecks:
             by_instance += e2_capture.indications_by_instance(f)
         for f in self.gnb.files("gnb-e2ap-cu-cp.pcap"):
             cucp += e2_capture.tally(f)
-        sent = sum(n for i, n in by_instance.items() if i in instances)
+        held = self._occ_instances | _du_instances(occ, self.du_meid)
+        sent, received, instances, got = occ_delivery(by_instance, occ, held)
         out: dict[str, Any] = {
             "gnb_starts": self.gnb.starts,
             "gnb_du_pdus": dict(du),
             "gnb_cucp_pdus": dict(cucp),
             "du_indications_by_instance": dict(by_instance),
+            "occ_indications_by_instance": got,
             "occ_instances": sorted(instances),
             "du_indications_sent": sent,
             "occ_indications_received": received,
@@ -612,6 +610,23 @@ def _said(path: Path, text: str) -> int:
         return 0
     with path.open(errors="replace") as f:
         return sum(1 for line in f if text in line)
+
+
+def occ_delivery(
+    du_by_instance: Mapping[int, int], occ_status: dict[str, Any], held: set[int]
+) -> tuple[int, int, set[int], dict[int, int]]:
+    """(sent, received, instances, received by instance): what the DU sent on the OCC xApp's
+    subscriptions and what OCC received. The DU also reports to other xApps' subscriptions, so
+    only OCC's instances count: every one it was seen holding (``held``; a gNB restart or a
+    resubscription gives it another) and every one it received on (held for less than the
+    second between two status polls, it is seen only there). RIC instance ids are unique in a
+    RIC, so an instance OCC received on is OCC's."""
+    got = {int(i): int(n) for i, n in occ_status.get("indications_by_instance", {}).items()}
+    total = int(occ_status.get("counters", {}).get("indications", 0))
+    received = sum(got.values()) if got else total  # an xApp without the split: its total
+    instances = held | set(got)
+    sent = sum(n for i, n in du_by_instance.items() if i in instances)
+    return sent, received, instances, got
 
 
 def _du_instances(occ_status: dict[str, Any], du_meid: str) -> set[int]:

@@ -24,7 +24,13 @@ from octoric.deploy.testbed.gnb import (
     ues_from_f1ap_log,
 )
 from octoric.deploy.testbed.gnb_metrics import GnbMetrics
-from octoric.deploy.testbed.live import LiveChecks, abw_vs_gnb, e2term_counters, ue_roles
+from octoric.deploy.testbed.live import (
+    LiveChecks,
+    abw_vs_gnb,
+    e2term_counters,
+    occ_delivery,
+    ue_roles,
+)
 from octoric.e2sm import e2ap
 from octoric.errors import OctoricError
 
@@ -400,3 +406,22 @@ def test_an_error_that_ends_the_steps_fails_the_run() -> None:
     assert c.failed() is None
     asyncio.run(main())
     assert c.failed() == "the checks stopped on an error: RuntimeError: boom"
+
+
+def test_indications_on_an_instance_held_between_two_polls_are_counted() -> None:
+    """The gated 4-cell run read lost = -99: OCC's KPM subscription churned, one instance was
+    held for under the second between two status polls, and its 99 indications counted as
+    received but not as sent. Counting what OCC received by instance finds it."""
+    du = {3: 5000, 4: 99, 5: 12000, 9: 700}  # 9: the handover xApp's KPM subscription
+    occ = {"counters": {"indications": 17099},
+           "indications_by_instance": {"3": 5000, "4": 99, "5": 12000}}  # fmt: skip
+    sent, received, instances, got = occ_delivery(du, occ, held={3, 5})
+    assert (sent, received, instances) == (17099, 17099, {3, 4, 5})
+    assert got == {3: 5000, 4: 99, 5: 12000}
+    # a real loss stays a loss: 10 of instance 5's never arrived
+    occ["indications_by_instance"] = {"3": 5000, "4": 99, "5": 11990}
+    sent, received, _, _ = occ_delivery(du, occ, held={3, 5})
+    assert sent - received == 10
+    # an xApp whose status has no split: its total, over the instances seen held
+    sent, received, instances, _ = occ_delivery(du, {"counters": {"indications": 17000}}, {3, 5})
+    assert (sent, received, instances) == (17000, 17000, {3, 5})

@@ -127,6 +127,9 @@ class OccXapp:
             self.shell, self._wants, submgr, self.counters, sdl_prefix=persist.SUB
         )
         self.rejected: Counter[str] = Counter()  # indications by reason
+        # indications by RIC instance (RMR sub_id): what a gNB sent on each subscription can be
+        # checked against what arrived, even for one held only briefly (octoric testbed live)
+        self.by_instance: Counter[int] = Counter()
         self.unsupported: dict[str, tuple[str, ...]] = {}  # meid -> measurements it lacks
         self.unsupported_why: dict[str, str] = {}  # meid -> why it is not subscribed, said once
         self.degraded_nodes: dict[str, tuple[str, ...]] = {}  # the same, in degraded mode
@@ -268,6 +271,7 @@ class OccXapp:
         t_start = time.perf_counter()
         t_in = time.monotonic_ns() if self._trace_in.enabled else 0
         self.counters["indications"] += 1
+        self.by_instance[msg.sub_id] += 1
         try:
             version = self.kpm_versions.get(msg.meid)
             inp = engine_input(
@@ -700,6 +704,7 @@ class OccXapp:
             "restored": self.restored,
             "counters": dict(self.counters),
             "rejected_indications": dict(self.rejected),
+            "indications_by_instance": {str(k): n for k, n in dict(self.by_instance).items()},
             "dropped_ue_rows": dict(self.dropped_rows),
             "ho_event_errors": dict(self.ho_errors),
             "rest_errors": dict(self.shell.http.counters.errors),
