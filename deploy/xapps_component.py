@@ -250,7 +250,8 @@ def ensure_octopus_policy_type(rt: Any) -> None:
     """Create A1 policy type 30500 in the run's a1 (as an operator would before using the
     octopus xApp); an existing one is left alone."""
     from octoric.contracts import a1, auth
-    from octoric.contracts.octopus_policy import OCTOPUS_POLICY_TYPE_ID, policy_type
+    from octoric.contracts.octopus_policy import policy_type
+    from octoric.contracts.schemas import OCTOPUS_POLICY_TYPE_ID
 
     path = a1.policy_type_path(OCTOPUS_POLICY_TYPE_ID)
     url = f"http://127.0.0.1:{rt.ric.a1_rest_port}{path}"
