@@ -118,7 +118,7 @@ class A1PolicyConfig:
 
 def _demo_policies() -> list[A1PolicyConfig]:
     # the demo scenario's Octopus flow (sim.scenario.DEMO_OCTOPUS_UE): the dropper from the start
-    return [A1PolicyConfig(body={"scope": {"ues": [1007]}, "enable": True})]
+    return [A1PolicyConfig(body={"scope": {"ues": [1006]}, "enable": True})]
 
 
 @dataclass

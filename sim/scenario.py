@@ -262,7 +262,7 @@ def _validate_dash(f: FlowSpec, where: str) -> None:
 BUILTIN = ("demo", "static", "pulse", "trace:<path>", "route:<name>", "hsr", "multi-ue")
 # the demo's UE that carries the Octopus-marked, temporal-SVC flow (its AMF-UE-NGAP-ID):
 # `octoric run`'s default A1 policy switches the gNB's dropper on for it
-DEMO_OCTOPUS_UE = 1007
+DEMO_OCTOPUS_UE = 1006
 
 
 def builtin(name: str) -> Scenario:
@@ -313,8 +313,8 @@ def demo() -> Scenario:
 
     Two cells of 51 PRB on two gNBs (a handover crosses E2 nodes). In each cell an OCC-fed and
     a GCC video flow on UEs with the same channel statistics (cell 0 at 12 dB, cell 1 at
-    20 dB), so the two schemes meet the same conditions side by side; a train of three UEs
-    (OCC, GCC, OCC) crossing the cells at high speed (a handover every ~4 s per UE); and one
+    20 dB), so the two schemes meet the same conditions side by side; a train of two UEs
+    (OCC, GCC) crossing the cells at high speed (a handover every ~3 s per UE); and one
     GCC flow in temporal SVC with the Octopus header on a link that falls from 6 to 1 Mbit/s
     every 5 s, for the dropper an A1 policy switches on (UE ``DEMO_OCTOPUS_UE``). The static
     pairs come first: ``sim.ues=4`` keeps the two pairs.
@@ -327,8 +327,8 @@ def demo() -> Scenario:
     train = ChannelSpec("fading", mean_snr_db=16.0, std_db=6.0, corr_time_s=0.3)
     ues += [
         UeSpec(cell=i % 2, channel=train, flows=[FlowSpec(scheme=scheme)],
-               mobility=MobilitySpec("hsr", ho_interval_s=4.0))
-        for i, scheme in enumerate(("occ", "gcc", "occ"))
+               mobility=MobilitySpec("hsr", ho_interval_s=3.0))
+        for i, scheme in enumerate(("occ", "gcc"))
     ]  # fmt: skip
     octopus = FlowSpec(scheme="gcc", video=VideoConfig(svc="temporal", octopus=True))
     ues.append(UeSpec(cell=0, channel=ChannelSpec("pulse", high_mbps=6.0, low_mbps=1.0,
