@@ -6,17 +6,40 @@ stored results), and the other harness tools (handover, rate-quality, sweep).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from octoric.errors import OctoricError
-from octoric.experiments.experiment import DEFAULT_TRACES, RunOptions, counter, rebuild
+from octoric.experiments.experiment import DEFAULT_TRACES, RunOptions
 from octoric.experiments.registry import EXPERIMENTS, Experiment
+from octoric.experiments.runner import Backend, Progress, cores, rebuild
 
 # the options every experiment takes; the rest of a namespace is the experiment's own
-COMMON = ("quick", "seeds", "traces", "out", "no_plots", "func", "command", "eval_command")
+COMMON = ("quick", "seeds", "traces", "out", "no_plots", "workers", "serial", "ray", "func",
+          "command", "eval_command")  # fmt: skip
+
+
+def _backend_options(e: argparse.ArgumentParser) -> None:
+    """Where the runs execute (experiments/runner.py): every local core by default."""
+    e.add_argument("--workers", type=int, metavar="N", default=cores(),
+                   help="runs in parallel on a local process pool (default: the %(default)s "
+                   "cores this process may use; with --ray local: the cluster's CPUs)")  # fmt: skip
+    where = e.add_mutually_exclusive_group()
+    where.add_argument("--serial", action="store_true",
+                       help="one run at a time in this process (no pool)")  # fmt: skip
+    where.add_argument("--ray", metavar="ADDRESS",
+                       help="run on Ray: 'auto' (the cluster `ray start` runs here), a head's "
+                       "address (HOST:6379, ray://HOST:10001), or 'local' (a cluster of "
+                       "--workers CPUs started on loopback and stopped at the end)")  # fmt: skip
+
+
+def backend_of(args: argparse.Namespace) -> Backend:
+    if args.serial:
+        return Backend("serial", 1)
+    if args.ray:
+        return Backend("ray", args.workers, args.ray)
+    return Backend("pool", args.workers)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,18 +53,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         e.add_argument("--traces", metavar="DIR", help=f"{exp.traces_help} (default: "
                        f"$OCTORIC_TRACES, else {DEFAULT_TRACES})")  # fmt: skip
         e.add_argument("--out", metavar="DIR", type=Path, default=Path(f"build/{exp.name}-eval"),
-                       help="writes report.md, results.json and the PNGs here "
-                       "(default: %(default)s)")  # fmt: skip
+                       help="writes runs.jsonl (every run as it finishes: a re-run with "
+                       "the same options skips those), report.md, results.json and the PNGs "
+                       "here (default: %(default)s)")  # fmt: skip
         e.add_argument("--no-plots", action="store_true", help="write no PNGs")
+        _backend_options(e)
         exp.add_arguments(e)
         e.set_defaults(func=_runner(exp))
-    r = sub.add_parser("report", help="rebuild a report from its stored results (no "
+    r = sub.add_parser("report", help="rebuild a report from its stored runs (no "
                        "simulation; the claims judged again, the PNGs kept)")  # fmt: skip
     r.add_argument(
         "dir",
         type=Path,
         metavar="DIR",
-        help="an `octoric eval NAME --out DIR` folder (or its results JSON)",
+        help="an `octoric eval NAME --out DIR` folder (its runs.jsonl, else its "
+        "results.json), or a results JSON",
     )
     r.add_argument(
         "--out",
@@ -92,8 +118,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sw.add_argument("--runs", type=int, default=100, help="runs in the grid (default 100)")
     sw.add_argument("--duration", type=float, default=5.0, metavar="S",
                     help="simulated seconds per run (default 5)")  # fmt: skip
-    sw.add_argument("--backend", choices=("pool", "ray"), default="pool")
-    sw.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    sw.add_argument("--backend", choices=("pool", "ray"), default="pool",
+                    help="ray: a local Ray cluster of --workers CPUs")  # fmt: skip
+    sw.add_argument("--workers", type=int, default=cores())
     sw.add_argument("--out", metavar="JSON", default="build/sweep/results.json")
     sw.add_argument("--compare", metavar="JSON",
                     help="check the results run by run against this earlier sweep")  # fmt: skip
@@ -145,18 +172,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _runner(exp: Experiment) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
-        from octoric.experiments import experiment
+        from octoric.experiments import experiment, runner
 
         extra = {k: v for k, v in vars(args).items() if k not in COMMON}
         opts = RunOptions(args.out, args.quick, args.seeds, args.traces, not args.no_plots,
                           extra)  # fmt: skip
         try:  # bad options: a usage error, before anything runs
+            if args.workers < 1:
+                raise OctoricError("--workers must be >= 1")
             experiment.validate(exp, opts)
         except OctoricError as e:
             print(f"octoric eval {exp.name}: {e}", file=sys.stderr)
             return 2
-        experiment.run(exp, opts)
-        return 0
+        return 0 if runner.run(exp, opts, backend_of(args)).doc is not None else 1
 
     return run
 
@@ -178,9 +206,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             print(f"octoric eval sweep: --compare {args.compare}: {e}", file=sys.stderr)
             return 2
     specs = sw.grid(args.runs, args.duration)
-    count = counter(len(specs))
+    progress = Progress(len(specs))
     res = sw.sweep(specs, args.backend, args.workers,
-                   lambda r: count(f"{r['scenario']} {r['scheme']} seed {r['seed']}"))  # fmt: skip
+                   lambda r: progress.finished(f"{r['scenario']} {r['scheme']} seed "
+                                               f"{r['seed']}"))  # fmt: skip
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, default=str))

@@ -272,6 +272,12 @@ class Dumbo(Experiment):
         return cell.run_one(opts.traces_path, case.row, case.scheme, case.seed, duration,
                             ENCODER_LAG_MS)  # fmt: skip
 
+    def encode(self, output: Any) -> Any:
+        return asdict(output) if isinstance(output, Run) else output
+
+    def decode(self, case: Case, data: Any) -> Any:
+        return Run(**data) if case.part == "pulse" else data
+
     def results(self, opts: RunOptions, cases: list[Case], outputs: list[Any]) -> dict[str, Any]:
         runs = [o for c, o in zip(cases, outputs, strict=True) if c.part == "pulse"]
         out: dict[str, Any] = {"schemes": scheme_table(runs), "seeds": opts.seeds_or(SEEDS),

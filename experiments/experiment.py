@@ -3,7 +3,9 @@
 document of ``results.json``), judges its **claims** on them, writes its **report** (Markdown)
 and its **plots** (PNGs). ``EXPERIMENTS`` is the registry ``octoric eval NAME`` is built from,
 one subcommand per entry with the same options; ``octoric eval report DIR`` rebuilds a report
-from ``results.json`` alone, since the report and the claims depend on nothing else.
+from the stored runs alone, since the report and the claims depend on nothing else. Where the
+runs execute (one process, a process pool, Ray) is experiments/runner.py's: a run depends on
+its case and ``run_options`` only.
 
 A new paper is one module with an ``Experiment`` subclass and a ``register(...)`` call, plus
 its import line in ``experiments/registry.py``.
@@ -13,9 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -67,13 +68,16 @@ class RunOptions:
 @dataclass(frozen=True)
 class Case:
     """One simulator run of an experiment: ``part`` names the table it lands in, ``row`` the
-    trace, profile or mobility, then the scheme and the seed; ``label`` is its progress line."""
+    trace, profile or mobility, then the scheme and the seed; ``label`` is its progress line;
+    ``alone``: the run needs the machine to itself (a live RIC, a browser: its timing would
+    suffer beside other runs), so it never runs in parallel with another."""
 
     part: str
     row: str
     scheme: str
     seed: int
     label: str = ""
+    alone: bool = False
 
     @property
     def what(self) -> str:
@@ -104,6 +108,7 @@ class Experiment(ABC):
     help: ClassVar[str]
     quick_help: ClassVar[str]  # what --quick runs
     traces_help: ClassVar[str] = "Mahimahi traces (*.down)"  # what --traces is for here
+    alone: ClassVar[bool] = False  # every run needs the machine to itself (see Case.alone)
 
     # optional hooks: most experiments have no options of their own or nothing to check
     def add_arguments(self, p: Any) -> None:  # noqa: B027
@@ -116,7 +121,26 @@ class Experiment(ABC):
     def cases(self, opts: RunOptions) -> list[Case]: ...
 
     @abstractmethod
-    def run_case(self, case: Case, opts: RunOptions) -> Any: ...
+    def run_case(self, case: Case, opts: RunOptions) -> Any:
+        """One run's output, a function of ``case`` and ``run_options(opts)`` alone (no
+        module state, no unseeded randomness): it may run in another process or on another
+        machine, and a re-run reuses it. The instance is pickled to the workers."""
+
+    def run_options(self, opts: RunOptions) -> dict[str, Any]:
+        """The options a run's output depends on (its key in runs.jsonl, so a changed one is
+        not served a stale run): by default --quick, the trace folder and the experiment's own
+        options; not --seeds (each case has its seed), --out or --no-plots."""
+        return {"quick": opts.quick, "traces": str(opts.traces_path.resolve()),
+                "extra": opts.extra}  # fmt: skip
+
+    def encode(self, output: Any) -> Any:
+        """``run_case``'s output as JSON (a run's record in runs.jsonl); outputs that are
+        JSON already (numbers, dicts, lists) stay as they are."""
+        return output
+
+    def decode(self, case: Case, data: Any) -> Any:
+        """``encode``'s inverse: what ``results`` and ``plots`` read."""
+        return data
 
     @abstractmethod
     def results(self, opts: RunOptions, cases: list[Case], outputs: list[Any]) -> dict[str, Any]:
@@ -164,41 +188,11 @@ def register(exp: Experiment) -> Experiment:
     return exp
 
 
-def counter(n: int) -> Callable[[str], None]:
-    """A progress line per run on stderr: ``[eval] k/n what``."""
-    done = [0]
-
-    def progress(what: str) -> None:
-        done[0] += 1
-        print(f"[eval] {done[0]}/{n} {what}", file=sys.stderr, flush=True)
-
-    return progress
-
-
 def validate(exp: Experiment, opts: RunOptions) -> None:
     """Refuse bad options before anything runs."""
     if opts.seeds is not None and opts.seeds < 1:
         raise OctoricError("--seeds must be >= 1")
     exp.check(opts)
-
-
-def run(exp: Experiment, opts: RunOptions) -> dict[str, Any]:
-    """Every case, then ``--out DIR``'s report.md, results.json and PNGs; the document."""
-    validate(exp, opts)
-    cases = exp.cases(opts)
-    progress = counter(len(cases))
-    outputs = []
-    for c in cases:
-        progress(c.what)
-        outputs.append(exp.run_case(c, opts))
-    doc = exp.document(exp.results(opts, cases, outputs))
-    opts.out.mkdir(parents=True, exist_ok=True)
-    write_json(opts.out / RESULTS, doc)
-    pngs = exp.plots(doc, outputs, opts.out, opts) if opts.plots else []
-    write_report(exp, doc, opts.out / REPORT)
-    written = ", ".join(str(p) for p in [opts.out / REPORT, opts.out / RESULTS, *pngs])
-    print(f"[eval] wrote {written}", file=sys.stderr)
-    return doc
 
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:
@@ -209,8 +203,21 @@ def write_json(path: Path, doc: dict[str, Any]) -> None:
 
 def write_report(exp: Experiment, doc: dict[str, Any], out: Path) -> None:
     text = exp.report(doc)
+    if doc.get("runner"):  # results stored before #45 say nothing of where they ran
+        text = text.rstrip("\n") + f"\n\n{runner_line(doc['runner'])}\n"
     out.write_text(text)
     print(text)
+
+
+def runner_line(runner: dict[str, Any]) -> str:
+    """The report's last line: where its runs ran (experiments/runner.py's ``Backend``)."""
+    kind, n, address = runner["backend"], runner["workers"], runner.get("address")
+    where = {"serial": "in one process, one run at a time",
+             "pool": f"on a local process pool of {n} workers",
+             "ray": f"on {'a local Ray cluster' if address == 'local' else f'Ray at {address}'} "
+                    f"with {n} CPUs"}[kind]  # fmt: skip
+    resumed = f", {runner['resumed']} of them by an earlier command" if runner["resumed"] else ""
+    return f"Ran by `octoric eval` {where}: {runner['runs']} runs{resumed}."
 
 
 def load(path: Path) -> tuple[Experiment, dict[str, Any]]:
@@ -225,14 +232,3 @@ def load(path: Path) -> tuple[Experiment, dict[str, Any]]:
         raise OctoricError(f"{file}: no known experiment named in it ({name!r}; known: "
                            f"{', '.join(EXPERIMENTS)})")  # fmt: skip
     return EXPERIMENTS[name], doc
-
-
-def rebuild(path: Path, out: Path | None = None) -> Path:
-    """``octoric eval report``: the report again from the stored results, no simulation (the
-    claims judged again, e.g. after a change of the verdict rule; the PNGs stay as they are)."""
-    exp, doc = load(path)
-    if out is None:
-        out = path / REPORT if path.is_dir() else path.with_suffix(".md")
-    write_report(exp, doc, out)
-    print(f"[eval] wrote {out}", file=sys.stderr)
-    return out

@@ -782,6 +782,12 @@ class OccEval(Experiment):
         return run_case(self._case(case, opts), case.scheme, self._duration(opts), case.seed,
                         self._options(opts))  # fmt: skip
 
+    def encode(self, output: Any) -> Any:
+        return asdict(output)  # with the frame latencies, which the CDF plots read
+
+    def decode(self, case: Case, data: Any) -> Any:
+        return EvalResult.from_json(data)
+
     def results(self, opts: RunOptions, cases: list[Case], outputs: list[Any]) -> dict[str, Any]:
         x = opts.extra
         meta = {

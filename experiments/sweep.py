@@ -4,10 +4,10 @@ with the same results for the same seeds (issue #20).
 A sweep is a grid of runs (scenario x scheme x seed, in a fixed order); each run is a whole
 offline simulation (``Engine``) whose result is its summary without the wall-clock fields,
 plus a SHA-256 of that summary, so two sweeps compare run by run. The backends only decide
-where a run executes: ``pool`` is ``concurrent.futures.ProcessPoolExecutor``; ``ray`` starts a
-local Ray cluster (``ray.init`` with ``num_cpus`` workers, no dashboard) and runs each as a
-Ray task. A run depends on its spec alone (the engine's random streams come from its seed),
-so the results must be identical; ``--compare`` checks two sweeps' files against each other.
+where a run executes (experiments/runner.py, as for every ``octoric eval NAME``): ``pool`` is a
+local process pool; ``ray`` starts a local Ray cluster on loopback and runs each as a Ray task.
+A run depends on its spec alone (the engine's random streams come from its seed), so the
+results must be identical; ``--compare`` checks two sweeps' files against each other.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ import hashlib
 import itertools
 import json
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from octoric.errors import OctoricError
+from octoric.experiments import runner
 from octoric.sim.engine import Engine
 from octoric.sim.scenario import load
 from octoric.sim.summary import build_summary
@@ -70,33 +71,19 @@ def run_spec(spec: RunSpec) -> dict[str, Any]:
     return {**asdict(spec), "sha256": hashlib.sha256(blob).hexdigest(), "summary": summary}
 
 
-def _pool(specs: list[RunSpec], workers: int) -> Iterator[dict[str, Any]]:
-    with ProcessPoolExecutor(max_workers=workers) as ex:
-        yield from ex.map(run_spec, specs)
-
-
-def _ray(specs: list[RunSpec], workers: int) -> Iterator[dict[str, Any]]:
-    import ray
-
-    ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False,
-             configure_logging=False)  # fmt: skip
-    try:
-        task = ray.remote(run_spec)
-        refs = [task.remote(s) for s in specs]
-        for ref in refs:  # in order, each as it is ready
-            yield ray.get(ref)
-    finally:
-        ray.shutdown()
-
-
 def sweep(specs: list[RunSpec], backend: Backend, workers: int,
           progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Every spec on ``backend`` (experiments/runner.py's; ``ray``: a local cluster), in the
+    grid's order."""
     t0 = time.monotonic()
-    runs = []
-    for r in (_pool if backend == "pool" else _ray)(specs, workers):
-        runs.append(r)
+    where = runner.Backend(backend, workers, "local" if backend == "ray" else None)
+    runs: list[dict[str, Any]] = [{} for _ in specs]
+    for d in runner.execute(run_spec, [(s,) for s in specs], where):
+        if d.error is not None:
+            raise OctoricError(f"sweep run {specs[d.index].run}: {d.error}")
+        runs[d.index] = d.value
         if progress:
-            progress(r)
+            progress(d.value)
     return {"backend": backend, "workers": workers, "wall_seconds": time.monotonic() - t0,
             "runs": runs}  # fmt: skip
 
