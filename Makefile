@@ -37,11 +37,11 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m pip install -q -r requirements.lock
 	@# lenient: the mode setuptools supports (compat is deprecated); -qq: its advisory box is noise
 	$(PY) -m pip install -qq --no-deps --no-build-isolation -e . --config-settings editable_mode=lenient
-	@# a plain `import ricxappframe` in this venv finds our librmr_si.so (docs/rmr.md)
-	@$(PY) -c 'import site; open(site.getsitepackages()[0] + "/octoric_rmr_preload.pth", "w").write("import os; os.environ.get(\"OCTORIC_RMR_NO_PRELOAD\") == \"1\" or __import__(\"octoric.rmr\")\n")'
-	@# and, in a run whose Redis wants a login (OCTORIC_REDIS_PASSWORD_FILE set), its ricsdl logs in
+	@# start-up hooks (octoric/site_hooks.py, the same files the wheel installs): a plain
+	@# `import ricxappframe` in this venv binds our librmr_si.so (docs/rmr.md), and, in a run whose
+	@# Redis wants a login (OCTORIC_REDIS_PASSWORD_FILE set), its ricsdl logs in
 	@# (octoric.xapps.base.sdl.use_redis_credentials): an unmodified ricxappframe xApp joins as is
-	@$(PY) -c 'import site; open(site.getsitepackages()[0] + "/octoric_redis_login.pth", "w").write("import os; os.environ.get(\"OCTORIC_REDIS_PASSWORD_FILE\") and __import__(\"octoric.xapps.base.sdl\", fromlist=[\"sdl\"]).use_redis_credentials()\n")'
+	$(PY) -m octoric.site_hooks
 	@command -v redis-server >/dev/null || $(MAKE) --no-print-directory redis
 	@touch $(STAMP)
 

@@ -6,10 +6,17 @@ Everything else is in pyproject.toml. The wheel is a platform wheel (the library
 Linux code), built from ``$OCTORIC_RMR_LIB`` when set (a library already built, e.g.
 ``build/lib/librmr_si.so``), else with ``cargo build --release``. Editable installs (``make
 setup``) skip it: the loader finds ``build/lib/librmr_si.so`` in the tree.
+
+The wheel also carries ``octoric_rmr_preload.pth`` and ``octoric_redis_login.pth`` at its root
+(``octoric/site_hooks.py``): installed into site-packages, they make a plain ``import
+ricxappframe`` bind the wheel's ``librmr_si.so`` (which ricxappframe's bare
+``CDLL("librmr_si.so")`` could not find in a venv) and let its ricsdl log in to a Redis that
+wants a password. ``make setup`` writes the same files into the development venv.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -49,6 +56,15 @@ def _librealue() -> Path:
     return ROOT / "sim" / "realue" / "native" / "target" / "release" / "libocto_realue.so"
 
 
+def _write_site_hooks(root: Path) -> None:
+    # by file: the build backend does not put this folder on sys.path
+    spec = importlib.util.spec_from_file_location("_hooks", ROOT / "octoric" / "site_hooks.py")
+    assert spec is not None and spec.loader is not None
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    hooks.write(root)
+
+
 class BuildPyWithRmr(build_py):
     def run(self) -> None:
         super().run()
@@ -59,6 +75,7 @@ class BuildPyWithRmr(build_py):
         shutil.copy2(_libe2sm(), Path(self.build_lib) / "octoric" / "e2sm" / "libocto_e2sm.so")
         realue = Path(self.build_lib) / "octoric" / "sim" / "realue" / "libocto_realue.so"
         shutil.copy2(_librealue(), realue)
+        _write_site_hooks(Path(self.build_lib))  # beside the packages: site-packages' root
 
 
 class PlatformDistribution(Distribution):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import json
 import os
@@ -67,6 +66,15 @@ def check_redis() -> Check:
     return Check("redis", "ok", _version_of([path, "--version"]) or path)
 
 
+# What an unmodified xApp runs: ricxappframe's own ``CDLL("librmr_si.so")``, in a fresh
+# interpreter of this environment. A bare name the loader finds only if octoric's start-up hook
+# (octoric_rmr_preload.pth, octoric/site_hooks.py) loaded the library first; prints the file bound.
+_PLAIN_IMPORT = (
+    "from ricxappframe.rmr import rmr\n"
+    "print(next((ln.split()[-1] for ln in open('/proc/self/maps') if 'librmr_si' in ln), '?'))"
+)
+
+
 def check_librmr() -> Check:
     path = rmr_library()
     if path is None:
@@ -78,11 +86,31 @@ def check_librmr() -> Check:
             "`make setup` builds it (needs cargo: rustup or `apt-get install cargo`)",
         )
     try:
-        lib = ctypes.CDLL(str(path))
-        _ = lib.rmr_get_consts  # the symbol ricxappframe binds first
-    except (OSError, AttributeError) as e:
-        return Check("librmr", "fail", f"{path} does not load: {e}", "`make clean setup`")
-    return Check("librmr", "ok", f"{path} loads (RMR API present)")
+        r = subprocess.run(
+            [sys.executable, "-c", _PLAIN_IMPORT], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return Check("librmr", "fail", f"`import ricxappframe` did not finish: {e}", "rerun")
+    if r.returncode != 0:
+        why = (r.stderr.strip().splitlines() or ["no error output"])[-1]
+        if os.environ.get("OCTORIC_RMR_NO_PRELOAD") == "1":
+            fix = "unset OCTORIC_RMR_NO_PRELOAD (it turns octoric's start-up hook off)"
+        else:
+            fix = (
+                f"`make setup` in a development tree, or reinstall octoric's wheel into "
+                f"{sys.prefix} (its octoric_rmr_preload.pth makes ricxappframe find {path}; "
+                "docs/rmr.md)"
+            )
+        return Check("librmr", "fail", f"a plain `import ricxappframe` fails: {why}", fix)
+    bound = r.stdout.strip()
+    if Path(bound) != path:
+        return Check(
+            "librmr",
+            "warn",
+            f"a plain `import ricxappframe` binds {bound}, not octoric's {path}",
+            "unset OCTORIC_RMR_NO_PRELOAD unless you mean to use another RMR",
+        )
+    return Check("librmr", "ok", f"a plain `import ricxappframe` binds {path}")
 
 
 def check_sctp() -> Check:
