@@ -77,13 +77,15 @@ def _mbps(kbps: Any) -> str:
 
 
 def abw_vs_capacity(status: dict[str, Any], limit: int = 8) -> str:
-    """``ABW/cap Mbit/s 1000 2.1/3.4 1001 -/5.0 ...``: per UE, the OCC xApp's latest ABW
+    """``ABW/cap Mbit/s ue1000 2.1/3.4 ue1001 -/5.0 ...``: per UE, the OCC xApp's latest ABW
     (as the sim received it; - when none or fallback) beside the simulator's true capacity
     over the last second."""
     rows = status.get("ue_rates") or []
     if not rows:
         return ""
-    parts = [f"{r['ue']} {_mbps(r.get('abw_kbps'))}/{_mbps(r.get('capacity_kbps'))}" for r in rows]
+    parts = [
+        f"ue{r['ue']} {_mbps(r.get('abw_kbps'))}/{_mbps(r.get('capacity_kbps'))}" for r in rows
+    ]
     more = f" +{len(parts) - limit}" if len(parts) > limit else ""
     return "ABW/cap Mbit/s " + " ".join(parts[:limit]) + more
 

@@ -4,9 +4,12 @@ built from ``<run_dir>/ric.json``), restarted if it dies. Ports are chosen when 
 is built, before anything starts, so the simulator learns the OCC xApp's real port.
 
 ``XappComponent.status()`` is the live-summary fragment, from the xApp's status endpoint
-polled once a second. For occ (``/occ/v1/status``) it shows the per-UE target rates
-("occ 8 UEs, ABW 12.3/8.1/... Mbit/s"); for handover (``/handover/v1/status``) the events
-("handover 12 starts/11 ends, 1 subs"). ``abw_by_ue()`` gives OCC's rates keyed by
+polled once a second. For occ (``/occ/v1/status``) it shows the per-UE target rates by UE
+("occ 8 UEs, ABW Mbit/s ue1000 12.3 ue1001 8.1 ..."); for handover (``/handover/v1/status``)
+the handovers it saw ("handover 12 HO starts, 11 complete, 2 subs"); then, only when there are
+any, what needs a look (``attention()``: rejected indications, failed RMR sends, shed
+messages). A message nobody subscribes to (RMR "no route") is not a failure: it is said as
+such, without a growing count. ``abw_by_ue()`` gives OCC's rates keyed by
 AMF-UE-NGAP-ID, so a summary can set them beside the simulator's true capacity per UE.
 ``report()`` holds the final per-UE state.
 """
@@ -141,6 +144,7 @@ class XappComponent:
         self.rmr_port, self.http_port = rmr_port, http_port
         self.child: ChildProcess | None = None
         self.last_status: dict[str, Any] = {}
+        self._unrouted: tuple[str, ...] = ()  # RMR types sent with no route since the last poll
         self._poll: asyncio.Task[None] | None = None
 
     @property
@@ -178,7 +182,9 @@ class XappComponent:
     async def _poll_status(self) -> None:
         while True:
             with contextlib.suppress(OSError, ValueError):  # (re)starting: keep the last one
-                self.last_status = await asyncio.to_thread(_get_json, self.status_url)
+                now = await asyncio.to_thread(_get_json, self.status_url)
+                self._unrouted = unrouted_since(self.last_status, now)
+                self.last_status = now
             await asyncio.sleep(1.0)
 
     async def stop(self) -> None:
@@ -204,24 +210,28 @@ class XappComponent:
             return f"{self.spec.name} down"
         if not self.last_status:
             return f"{self.spec.name} starting"
-        if "policies" in self.last_status:  # the octopus xApp
-            pols = self.last_status["policies"]
+        return "; ".join([self._what_it_does(), *attention(self.last_status, self._unrouted)])
+
+    def _what_it_does(self) -> str:
+        st = self.last_status
+        if "policies" in st:  # the octopus xApp
+            pols = st["policies"]
             on = sum(1 for p in pols if p.get("state") == "enforced")
             return f"{self.spec.name} {len(pols)} policies, {on} enforced"
-        if "ho_events" in self.last_status:  # the handover xApp
-            ev = self.last_status["ho_events"]
-            subs = self.last_status.get("subscriptions", [])
+        subs = len(st.get("subscriptions") or [])
+        if "ho_events" in st:  # the handover xApp: handovers of the RAN, not errors of its own
+            ev = st["ho_events"]
+            failed = int(ev.get("failure", 0))
             return (
-                f"{self.spec.name} {ev.get('start', 0)} starts/{ev.get('complete', 0)} done/"
-                f"{ev.get('failure', 0)} failed, {len(subs)} subs"
+                f"{self.spec.name} {ev.get('start', 0)} HO starts, {ev.get('complete', 0)} "
+                f"complete{f', {failed} HO failures' if failed else ''}, {subs} subs"
             )
         abw = self.abw_by_ue()
         if not abw:
-            subs = self.last_status.get("subscriptions", [])
-            return f"{self.spec.name} 0 UEs, {len(subs)} subs"
-        rates = "/".join(f"{abw[u] / 1e6:.1f}" for u in sorted(abw)[:8])
-        more = "/..." if len(abw) > 8 else ""
-        return f"{self.spec.name} {len(abw)} UEs, ABW {rates}{more} Mbit/s"
+            return f"{self.spec.name} 0 UEs, {subs} subs"
+        rates = " ".join(f"ue{u} {abw[u] / 1e6:.1f}" for u in sorted(abw)[:8])
+        more = f" +{len(abw) - 8}" if len(abw) > 8 else ""
+        return f"{self.spec.name} {len(abw)} UEs, ABW Mbit/s {rates}{more}"
 
     def report(self) -> dict[str, Any]:
         s = self.last_status
@@ -244,6 +254,39 @@ class XappComponent:
 
     def failed(self) -> str | None:
         return self.child.failed() if self.child else None
+
+
+def attention(status: dict[str, Any], unrouted: tuple[str, ...] = ()) -> list[str]:
+    """What in an xApp's status needs a look, as short phrases; none when all is well.
+    ``unrouted``: RMR message types whose sends found no route since the last look (nobody
+    subscribes to them, e.g. OCC's 30500 without a listener): a fact of the platform, not a
+    fault, so said by type, never as a count that grows on a healthy row."""
+    out = []
+    for key, what in (("rejected_indications", "indications"), ("rejected", "messages")):
+        rejected = {k: v for k, v in (status.get(key) or {}).items() if isinstance(v, int) and v}
+        if rejected:
+            why = ", ".join(f"{k} {v}" for k, v in sorted(rejected.items()))
+            out.append(f"{sum(rejected.values())} {what} rejected ({why})")
+    rmr = {k: v for k, v in (status.get("rmr") or {}).items() if isinstance(v, int) and v}
+    failed = sum(v for k, v in rmr.items() if "_failed_" in k and not k.endswith("_no_route"))
+    if failed:
+        out.append(f"{failed} RMR sends failed")
+    if status.get("overloaded"):
+        out.append("overloaded (shedding messages)")
+    if unrouted:
+        out.append(f"nobody subscribes to RMR {', '.join(unrouted)}")
+    return out
+
+
+def unrouted_since(before: dict[str, Any], now: dict[str, Any]) -> tuple[str, ...]:
+    """RMR message types whose no-route count grew from one status to the next."""
+    old, new = before.get("rmr") or {}, now.get("rmr") or {}
+    grew = {
+        k[3:].split("_", 1)[0]
+        for k, v in new.items()
+        if k.endswith("_failed_no_route") and isinstance(v, int) and v > old.get(k, 0)
+    }
+    return tuple(sorted(grew))
 
 
 def ensure_octopus_policy_type(rt: Any) -> None:

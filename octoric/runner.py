@@ -193,6 +193,13 @@ def _external_auth(host: str, port: int, username: str, password_file: str) -> R
     return auth
 
 
+def _plain(v: object) -> str:
+    """A report value as a reader wants it: no Python reprs (``True``, ``0.30000000000000004``)."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
 def _summary(outcome: RunOutcome, report_path: Path) -> str:
     lines = [
         "",
@@ -200,7 +207,11 @@ def _summary(outcome: RunOutcome, report_path: Path) -> str:
         f"  ran {outcome.seconds:.1f} s, stopped because: {outcome.reason}",
     ]
     for name, rep in outcome.report["components"].items():
-        brief = ", ".join(f"{k}={v}" for k, v in rep.items() if not isinstance(v, (dict, list)))
+        brief = ", ".join(
+            f"{k}={_plain(v)}"
+            for k, v in rep.items()
+            if v is not None and not isinstance(v, (dict, list))  # None: not measured
+        )
         lines.append(f"  {name:<12} {brief}")
         # a component's own readable lines (e.g. the sim: OCC-fed flows' p99 frame latency)
         lines += [
