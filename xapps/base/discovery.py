@@ -69,7 +69,7 @@ def _unhex(definition: str, model: str) -> bytes | None:
     try:
         return bytes.fromhex("".join(definition.split()))
     except ValueError as e:
-        log.warning("%s RAN function definition is not hex (%d chars): %s", model,
+        log.warning("%s RAN function definition not readable (%d chars): not hex: %s", model,
                     len(definition), e)  # fmt: skip
         return None
 

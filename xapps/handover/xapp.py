@@ -33,10 +33,11 @@ from octoric.e2sm.rc_fast import RcIndicationDecoder
 from octoric.xapps.base.config import controls_of, typed_controls
 from octoric.xapps.base.discovery import E2Node
 from octoric.xapps.base.http import Request, Response
+from octoric.xapps.base.lifecycle import XappBase
 from octoric.xapps.base.metrics import Quantiles, StatsCollector
 from octoric.xapps.base.node_subscriptions import NodeSub, NodeSubscriptions, Wanted
 from octoric.xapps.base.sdl import SdlStore
-from octoric.xapps.base.shell import RmrMessage, XappShell
+from octoric.xapps.base.shell import MessageHandler, RmrMessage
 from octoric.xapps.base.subscription import SubmgrClient
 from octoric.xapps.handover import kpm_input, rc_input
 from octoric.xapps.handover.detector import Detector
@@ -62,7 +63,9 @@ def unix_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class HandoverXapp:
+class HandoverXapp(XappBase):
+    node_subs: NodeSubscriptions  # set in __init__: RC (or KPM) on every node
+
     def __init__(
         self,
         rmr_port: int,
@@ -72,8 +75,7 @@ class HandoverXapp:
         submgr: SubmgrClient | None = None,
         clock: Callable[[], int] = unix_ms,
     ) -> None:
-        self.shell = XappShell(NAME, rmr_port, http_port, host, sdl)
-        self.shell.declare(RX_MESSAGES, TX_MESSAGES)
+        super().__init__(NAME, rmr_port, http_port, host, sdl, RX_MESSAGES, TX_MESSAGES)
         self.cfg = HandoverXappConfig()
         self.detector = Detector(clock)
         self.counters: Counter[str] = Counter()
@@ -97,9 +99,6 @@ class HandoverXapp:
         self._unsent: deque[tuple[float, bytes, str]] = deque(maxlen=1000)
         self._send_lock = threading.Lock()
         self._last_expire = time.monotonic()
-        self._stop = threading.Event()
-        self.shell.on_config = self.apply_config
-        self.shell.on_subscription_response = self.node_subs.on_response
         self.shell.http.add("GET", "/handover/v1/status", lambda r: Response.json(self.status()))
         self.shell.http.add("GET", "/handover/v1/ues", self._ues)
         self.notify = Notifier(self.shell.sdl)  # webhooks and the event stream
@@ -128,40 +127,27 @@ class HandoverXapp:
         self.counters["config_loads"] += 1
         log.info("configuration applied: %s", asdict(new))
 
-    # --- start / stop ------------------------------------------------------------------------
-    def start(self) -> None:
-        # a descriptor that does not validate at start is fatal (XappConfigError)
-        self.apply_config(self.shell.load_config())
-        self.shell.start_sdl(self._stop)
-        self._restore()
-        self.notify.restore()
-        self.shell.start_http()
-        threading.Thread(target=self._resender, name="resend", daemon=True).start()
-        threading.Thread(target=self._persister, name="persist", daemon=True).start()
-        self.shell.start_rmr({mt.RIC_INDICATION: self.on_indication}, inline=(mt.RIC_INDICATION,))
-        # subscriptions after RMR: one reported active is one whose indications this process
-        # receives (a handover reported between the two would be lost, unseen)
-        threading.Thread(
-            target=self.node_subs.run, args=(self._stop,), name="discovery", daemon=True
-        ).start()
-        log.info("handover xApp up: RMR %d, HTTP %d", self.shell.rmr_port, self.shell.http_port)
+    # --- the life cycle's hooks (XappBase owns start and stop) --------------------------------
+    def handlers(self) -> dict[int, MessageHandler]:
+        return {mt.RIC_INDICATION: self.on_indication}
 
-    def stop(self) -> None:
-        """Delete the subscriptions and leave the route tables (the process exits)."""
-        self._stop.set()
-        self.persist()
+    def inline(self) -> tuple[int, ...]:
+        return (mt.RIC_INDICATION,)  # detection in RMR's receive thread: the 2 ms budget
+
+    def workers(self) -> dict[str, Callable[[], None]]:
+        return {"resend": self._resender, "checkpoint": self._checkpointer}
+
+    def halt(self) -> None:
         self.notify.stop()
-        self.node_subs.stop()
-        if self.shell.xapp is not None:
-            try:
-                self.shell.xapp.deregister()
-            except Exception as e:  # best effort: appmgr may be gone already
-                log.warning("deregistration failed: %s", e)
 
     # --- state in SDL -------------------------------------------------------------------------
-    def _restore(self) -> None:
-        """The UE tracks a previous run of the xApp kept (after a crash or kill -9): a
-        handover that started before completes with the source it started from."""
+    def restore(self) -> None:
+        """The UE tracks and the webhooks a previous run of the xApp kept (after a crash or
+        kill -9): a handover that started before completes with the source it started from."""
+        self._restore_tracks()
+        self.notify.restore()
+
+    def _restore_tracks(self) -> None:
         try:
             saved = self.shell.sdl.find_json(UE)
         except Exception as e:  # SDL down at start: begin empty, counted
@@ -173,7 +159,7 @@ class HandoverXapp:
         if n:
             log.info("restored %d UE tracks from SDL", n)
 
-    def persist(self) -> None:
+    def checkpoint(self) -> None:
         """Write the tracks changed since the last call (and delete forgotten ones)."""
         with self._lock:  # held for copies only: the dispatch thread waits on this lock
             tracks, gone = self.detector.take_changes()
@@ -193,9 +179,9 @@ class HandoverXapp:
                 self.detector.touched.update((d["ue"], d["guami"]) for d in changed)
                 self.detector.forgotten.update(gone)
 
-    def _persister(self) -> None:
+    def _checkpointer(self) -> None:
         while not self._stop.wait(PERSIST_EVERY_S):
-            self.persist()
+            self.checkpoint()
 
     # --- subscriptions ---------------------------------------------------------------------
     @staticmethod

@@ -29,6 +29,7 @@ import threading
 import time
 import urllib.parse
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -45,10 +46,11 @@ from octoric.xapps.base.config import controls_of, typed_controls
 from octoric.xapps.base.discovery import E2Node
 from octoric.xapps.base.errors import RestError
 from octoric.xapps.base.http import Request, Response
+from octoric.xapps.base.lifecycle import XappBase
 from octoric.xapps.base.metrics import Quantiles, RateMeter, StatsCollector
 from octoric.xapps.base.node_subscriptions import NodeSub, NodeSubscriptions, Wanted
 from octoric.xapps.base.sdl import SdlStore
-from octoric.xapps.base.shell import RmrMessage, XappShell
+from octoric.xapps.base.shell import MessageHandler, RmrMessage
 from octoric.xapps.base.subscription import SubmgrClient, SubscriptionRequest
 from octoric.xapps.occ import messages, persist
 from octoric.xapps.occ.batch import AbwBatch
@@ -97,7 +99,9 @@ def warm_up_kernel(config: OccConfig | None = None) -> None:
     e.ingest(np.array([0]), 1, {m: one for m in REQUIRED})
 
 
-class OccXapp:
+class OccXapp(XappBase):
+    node_subs: NodeSubscriptions  # set in __init__: OCC subscribes to KPM on every node
+
     def __init__(
         self,
         rmr_port: int,
@@ -108,8 +112,7 @@ class OccXapp:
         feedback: FeedbackSender | None = None,
         resumed: Resumed | None = None,
     ) -> None:
-        self.shell = XappShell(NAME, rmr_port, http_port, host, sdl)
-        self.shell.declare(RX_MESSAGES, TX_MESSAGES)
+        super().__init__(NAME, rmr_port, http_port, host, sdl, RX_MESSAGES, TX_MESSAGES)
         self.sdl = self.shell.sdl
         self.cfg = OccXappConfig()
         self.engine = OccEngine(self.cfg.occ_config())
@@ -155,9 +158,6 @@ class OccXapp:
         self._sdl_delete: set[str] = set()
         self._last_ckpt = time.monotonic()
         self._no_route_until = 0.0  # reports are not built before this (monotonic)
-        self._stop = threading.Event()
-        self.shell.on_config = self.apply_config
-        self.shell.on_subscription_response = self.node_subs.on_response
         self._routes()
         self.shell.registry.register(StatsCollector("octoric_occ", self._stats, _LABELS, _HELP))
 
@@ -187,49 +187,26 @@ class OccXapp:
         log.info("configuration applied: %s", asdict(new))
 
     # --- start / stop ------------------------------------------------------------------------
-    def start(self) -> None:
-        # a descriptor that does not validate at start is fatal (XappConfigError), as a pod
-        # would crash-loop; later edits that do not validate are refused and counted
-        self.apply_config(self.shell.load_config())
-        self.shell.start_sdl(self._stop)
-        self.restore()
-        self.shell.start_http()
-        if not self.feedback.timer_running:
-            self.feedback.start_timer(self._stop)
-        self._warm_up()
-        threading.Thread(target=self._sdl_writer, name="sdl-writer", daemon=True).start()
+    # --- the life cycle's hooks (XappBase owns start and stop) --------------------------------
+    def handlers(self) -> dict[int, MessageHandler]:
+        return {RIC_INDICATION: self.on_indication, messages.HO_EVENT: self.on_ho_event}
+
+    def inline(self) -> tuple[int, ...]:
         # Both handlers run in RMR's receive thread (one thread hand-off less per indication;
         # both in one thread, so the engine sees them in order, as from one dispatch thread).
         # While one runs, RMR's ring holds what arrives and TCP pushes back to e2term.
         # OCTORIC_OCC_INLINE=0 puts them behind ricxappframe's queue (the A/B switch).
-        inline = (
-            () if os.environ.get("OCTORIC_OCC_INLINE") == "0"
-            else (RIC_INDICATION, messages.HO_EVENT)
-        )  # fmt: skip
-        self.shell.start_rmr(
-            {RIC_INDICATION: self.on_indication, messages.HO_EVENT: self.on_ho_event},
-            inline=inline,
-        )
-        # subscriptions after RMR: one reported active is one whose indications arrive
-        threading.Thread(
-            target=self.node_subs.run, args=(self._stop,), name="discovery", daemon=True
-        ).start()
-        log.info("occ xApp up: RMR %d, HTTP %d", self.shell.rmr_port, self.shell.http_port)
+        if os.environ.get("OCTORIC_OCC_INLINE") == "0":
+            return ()
+        return (RIC_INDICATION, messages.HO_EVENT)
 
-    def stop(self) -> None:
-        """Flush the state to the SDL, delete the subscriptions (RMRXapp's own stop takes
-        ~15 s; the process exits)."""
-        self._stop.set()
-        self._flush()
-        self.node_subs.stop()
-        if self.shell.xapp is not None:  # so the route manager drops our routes now
-            try:
-                self.shell.xapp.deregister()
-            except Exception as e:  # best effort: appmgr may be gone already
-                log.warning("deregistration failed: %s", e)
+    def prepare(self) -> None:
+        if not self.feedback.timer_running:
+            self.feedback.start_timer(self._stop)
+        warm_up_kernel(self.engine.config)  # compiled before the first indication needs it
 
-    def _warm_up(self) -> None:
-        warm_up_kernel(self.engine.config)
+    def workers(self) -> dict[str, Callable[[], None]]:
+        return {"sdl-writer": self._sdl_writer}
 
     def restore(self) -> None:
         """Flows and UE records (unless ``resume`` ran already), engine checkpoints."""
@@ -319,7 +296,7 @@ class OccXapp:
         self.rate.add(time.monotonic(), n)
         self.latency.observe(time.perf_counter() - t_start)
         if time.monotonic() - self._last_ckpt >= self.cfg.checkpoint_period_ms / 1000.0:
-            self._checkpoint()
+            self._snapshot_engine()
 
     def _report(self, batch: AbwBatch, used: EngineInput, msg: RmrMessage, at: float) -> None:
         """One 30500 with every UE of the indication. While RMR has no route for it (nobody
@@ -448,7 +425,7 @@ class OccXapp:
         if rec is not None:
             self.feedback.update(ue, UeTarget(rec.target_bps, fallback, rec.guami, rec.t_ms))
 
-    def _checkpoint(self) -> None:
+    def _snapshot_engine(self) -> None:
         """Engine state of every UE -> the SDL writer; forget UEs the engine expired."""
         self._last_ckpt = time.monotonic()
         ues, states = self.engine.export_states()  # copies; packed by the SDL writer
@@ -467,7 +444,7 @@ class OccXapp:
         self.counters["checkpoints"] += 1
 
     # --- SDL writer -------------------------------------------------------------------------------
-    def _flush(self, pause_s: float = 0.0) -> None:
+    def checkpoint(self, pause_s: float = 0.0) -> None:
         """UE records, the newest checkpoint and deletions -> SDL. ``pause_s``: sleep between
         slices of the work (the writer thread; ``stop`` flushes at once)."""
         with self._lock:
@@ -500,7 +477,7 @@ class OccXapp:
     def _sdl_writer(self) -> None:
         realtime.background_thread()  # off the indication path: no SCHED_FIFO (realtime.py)
         while not self._stop.wait(self.cfg.state_period_ms / 1000.0):
-            self._flush(WRITER_PAUSE_S)
+            self.checkpoint(WRITER_PAUSE_S)
 
     # --- subscriptions (the shared per-node manager) ---------------------------------------------
     @property

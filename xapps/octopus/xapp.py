@@ -24,6 +24,7 @@ import logging
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -45,9 +46,10 @@ from octoric.e2sm.e2ap_ies import RicRequestId
 from octoric.e2sm.errors import E2smError
 from octoric.xapps.base.config import controls_of, typed_controls
 from octoric.xapps.base.http import Response
+from octoric.xapps.base.lifecycle import XappBase
 from octoric.xapps.base.metrics import StatsCollector
 from octoric.xapps.base.sdl import SdlStore
-from octoric.xapps.base.shell import RmrMessage, XappShell
+from octoric.xapps.base.shell import MessageHandler, RmrMessage
 from octoric.xapps.octopus import planner
 from octoric.xapps.octopus.planner import (
     ENFORCED,
@@ -82,12 +84,11 @@ def control_ue_id(key: int, guami: Guami) -> UeId:
     return UeId.gnb(key, guami)
 
 
-class OctopusXapp:
+class OctopusXapp(XappBase):
     def __init__(
         self, rmr_port: int, http_port: int, host: str = "127.0.0.1", sdl: SdlStore | None = None
     ) -> None:
-        self.shell = XappShell(NAME, rmr_port, http_port, host, sdl)
-        self.shell.declare(RX_MESSAGES, TX_MESSAGES)
+        super().__init__(NAME, rmr_port, http_port, host, sdl, RX_MESSAGES, TX_MESSAGES)
         self.cfg = OctopusXappConfig()
         self.policies: dict[str, PolicyState] = {}
         self.counters: Counter[str] = Counter()
@@ -98,9 +99,7 @@ class OctopusXapp:
         self._seq = 0
         self._a1_sent: dict[str, tuple[str, str | None]] = {}  # pid -> last (status, reason)
         self._lock = threading.RLock()
-        self._stop = threading.Event()
         self._wake = threading.Event()
-        self.shell.on_config = self.apply_config
         self.shell.http.add("GET", "/octopus/v1/status", lambda r: Response.json(self.status()))
         self.shell.registry.register(StatsCollector("octoric_octopus", self._stats, _LABELS, _HELP))
 
@@ -110,33 +109,25 @@ class OctopusXapp:
         self.counters["config_loads"] += 1
         log.info("configuration applied: %s", asdict(self.cfg))
 
-    def start(self) -> None:
-        self.apply_config(self.shell.load_config())
-        self.shell.start_sdl(self._stop)
-        self._restore()
-        self.shell.start_http()
-        self.shell.start_rmr(
-            {
-                mt.A1_POLICY_REQ: self.on_a1_policy,
-                mt.RIC_CONTROL_ACK: self.on_control_answer,
-                mt.RIC_CONTROL_FAILURE: self.on_control_answer,
-            }
-        )
+    # --- the life cycle's hooks (XappBase owns start and stop) --------------------------------
+    def handlers(self) -> dict[int, MessageHandler]:
+        return {
+            mt.A1_POLICY_REQ: self.on_a1_policy,
+            mt.RIC_CONTROL_ACK: self.on_control_answer,
+            mt.RIC_CONTROL_FAILURE: self.on_control_answer,
+        }
+
+    def announce(self) -> None:
         # what a1 holds now (policies created or deleted while this xApp was away)
         self.shell.send(
             mt.A1_POLICY_QUERY, json.dumps({"policy_type_id": OCTOPUS_POLICY_TYPE_ID}).encode()
         )
-        threading.Thread(target=self._asserter, name="assert", daemon=True).start()
-        log.info("octopus xApp up: RMR %d, HTTP %d", self.shell.rmr_port, self.shell.http_port)
 
-    def stop(self) -> None:
-        self._stop.set()
+    def workers(self) -> dict[str, Callable[[], None]]:
+        return {"assert": self._asserter}
+
+    def halt(self) -> None:
         self._wake.set()
-        if self.shell.xapp is not None:
-            try:
-                self.shell.xapp.deregister()
-            except Exception as e:  # best effort: appmgr may be gone already
-                log.warning("deregistration failed: %s", e)
 
     # --- A1 ------------------------------------------------------------------------------------
     def on_a1_policy(self, msg: RmrMessage) -> None:
@@ -439,7 +430,7 @@ class OctopusXapp:
             self.counters["sdl_errors"] += 1
             log.warning("cannot delete policy %s from SDL: %s", pid, e)
 
-    def _restore(self) -> None:
+    def restore(self) -> None:
         try:
             saved = self.shell.sdl.find_json(POLICY)
         except Exception as e:

@@ -327,14 +327,14 @@ def test_the_sdl_writer_writes_everything_in_slices(
         h, m = src(_Sub, sn)
         pdu = e2ap.encode_e2ap(e2ap.RicIndication(RicRequestId(123, 5), 2, 1, h, m, sn=sn))
         xapp.on_indication(RmrMessage(12050, 5, "gnb_a", pdu))
-    xapp._checkpoint()
+    xapp._snapshot_engine()
     writes: list[int] = []
     pauses: list[float] = []
     set_many = xapp.sdl.set_many
     monkeypatch.setattr(xapp.sdl, "set_many", lambda items: (writes.append(len(items)),
                                                              set_many(items)))  # fmt: skip
     monkeypatch.setattr(occ_xapp.time, "sleep", pauses.append)
-    xapp._flush(occ_xapp.WRITER_PAUSE_S)
+    xapp.checkpoint(occ_xapp.WRITER_PAUSE_S)
     assert max(writes) <= max(occ_xapp.WRITER_SLICE_RECORDS, occ_xapp.WRITER_SLICE_BLOBS)
     assert sum(writes) == 2 * len(ues)
     assert len(pauses) == len(writes) - 1 and set(pauses) == {occ_xapp.WRITER_PAUSE_S}
@@ -347,7 +347,7 @@ def test_the_sdl_writer_writes_everything_in_slices(
     h, m = src(_Sub, 3)
     pdu = e2ap.encode_e2ap(e2ap.RicIndication(RicRequestId(123, 5), 2, 1, h, m, sn=3))
     xapp.on_indication(RmrMessage(12050, 5, "gnb_a", pdu))
-    xapp._flush()
+    xapp.checkpoint()
     assert sum(writes) == len(ues) and not pauses
 
 
