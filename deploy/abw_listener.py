@@ -15,7 +15,10 @@ subscriber (RMR through the platform), and ``age_ms``, the end of the report's l
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
+import logging
 import os
 import sys
 import threading
@@ -23,10 +26,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from octoric.contracts.message_types import OCTORIC_ABW_REPORT
 from octoric.supervisor import ChildProcess, RunContext
 
+log = logging.getLogger("octoric.abw-listener")
 NAME = "abw-listener"
 OUT_FILE = "abw-reports.jsonl"
+ROUTE_WAIT_S = 15.0
 
 
 def _spread(values: list[float]) -> dict[str, float | None]:
@@ -79,8 +85,6 @@ def main(argv: list[str] | None = None) -> int:
     import octoric.rmr  # noqa: F401  (octoric's librmr_si.so, before ricxappframe binds one)
 
     from ricxappframe.xapp_frame import RMRXapp, rmr
-
-    from octoric.contracts.message_types import OCTORIC_ABW_REPORT
 
     window = Window()
 
@@ -145,6 +149,17 @@ class AbwListenerComponent:
                 "--rmr-port", str(self.rmr_port), "--out", str(self.out)]  # fmt: skip
         self.child = ChildProcess(NAME, argv, env=env, max_restarts=5)
         await self.child.start(ctx)
+        # the xApps start next: wait (a few seconds) until the route manager routes 30500 here,
+        # so OCC's first report already has a reader
+        routes, entry = rt.seed_file, f"mse|{OCTORIC_ABW_REPORT}|-1|127.0.0.1:{self.rmr_port}"
+        deadline = time.monotonic() + ROUTE_WAIT_S
+        while time.monotonic() < deadline and self.child.failed() is None:
+            with contextlib.suppress(OSError):
+                if entry in routes.read_text():
+                    return
+            await asyncio.sleep(0.1)
+        log.warning("%s: no 30500 route to it after %.0f s; starting the xApps anyway",
+                    NAME, ROUTE_WAIT_S)  # fmt: skip
 
     async def stop(self) -> None:
         if self.child is not None:

@@ -3,8 +3,11 @@
 The dashboard serves a run folder; the test appends to its files in the formats the live
 simulator (``sim-series.jsonl``) and the handover xApp (``handover-events.jsonl``) write,
 and checks that the page loads, draws every plot, shows the health table, picks up what is
-appended within seconds and logs no console error. ``make test`` installs Chromium
-(``make browser``); ``OCTORIC_SCREENSHOT`` keeps a screenshot for a person to look at.
+appended within seconds and logs no console error. Then a real ``octoric run`` with the
+default configuration (issue #42): its dashboard shows OCC-fed and GCC flows, handovers the
+xApp detected and the Octopus dropper's drops, and its report.html the summary table and the
+latency CDFs. ``make test`` installs Chromium (``make browser``); ``OCTORIC_SCREENSHOT`` (a
+path ending in .png) keeps screenshots for a person to look at.
 """
 
 from __future__ import annotations
@@ -58,10 +61,10 @@ def _row(i: int) -> dict[str, Any]:
             for ue in (1000, 1001)
         ],
         "flow_rates": [
-            {"flow": k, "ue": ue, "scheme": "occ", "target_kbps": 17_000.0, "frames": 30,
+            {"flow": k, "ue": ue, "scheme": s, "target_kbps": 17_000.0, "frames": 30,
              "frame_p50_ms": 20.0 + i, "frame_p99_ms": 45.0 + i, "dropped_pkts": 3 * i,
              "tail_dropped_pkts": i // 2}
-            for k, ue in enumerate((1000, 1001))
+            for k, (ue, s) in enumerate(((1000, "occ"), (1001, "gcc")))
         ],
     }  # fmt: skip
 
@@ -132,7 +135,7 @@ def test_the_page_loads_updates_and_logs_no_errors(board: Any, chromium: str) ->
     comp, run = board
     _append(run / "sim-series.jsonl", [_row(i) for i in range(10)])
     _append(run / "sim-handovers.jsonl",
-            [{"event": "start", "ue": 1000, "unix_ms": (T0 + 3) * 1000}])  # fmt: skip
+            [{"event": "start", "ue": 1000, "unix_ms": (T0 + 3) * 1000, "sim_s": 3.0}])  # fmt: skip
     _append(run / "handover-events.jsonl",
             [{"event": "start", "ue": 1000, "t_ms": (T0 + 3.002) * 1000},
              {"event": "complete", "ue": 1000, "t_ms": (T0 + 3.1) * 1000}])  # fmt: skip
@@ -144,11 +147,19 @@ def test_the_page_loads_updates_and_logs_no_errors(board: Any, chromium: str) ->
         page.on("pageerror", lambda e: problems.append(str(e)))
         page.goto(comp.url)
         page.wait_for_function("Number(document.body.dataset.polls || 0) >= 1", timeout=20_000)
-        # every plot drawn, with its traces: rates (4), latency (2 flows x 2), drops, handovers
-        for plot, least in (("rates", 4), ("latency", 4), ("drops", 4), ("handovers", 3)):
+        # every plot drawn, with its traces: rates (4), OCC against GCC (a UE each), latency
+        # (p99 of 2 flows; p50 on a click), drops (2 flows x 2), handovers
+        for plot, least in (("rates", 4), ("schemes", 2), ("latency", 2), ("drops", 4),
+                            ("handovers", 3)):  # fmt: skip
             n = page.locator(f"#{plot} .scatterlayer .trace").count()
             assert n >= least, f"{plot}: {n} traces"
-        assert page.locator("#ue option").count() == 2
+        legend = page.locator("#schemes .legend").text_content() or ""
+        assert "UE 1000 OCC-fed" in legend and "UE 1001 GCC" in legend, legend
+        assert page.locator("#ue option").all_inner_texts() == ["UE 1000 OCC-fed", "UE 1001 GCC"]
+        # one time axis: the simulator's seconds; the xApp's event at its wall clock lands on it
+        assert "simulated s" in (page.locator("#handovers .xtitle").text_content() or "")
+        xs = page.evaluate("document.getElementById('handovers').data.map(t => t.x[0])")
+        assert xs[0] == 3.0 and abs(xs[1] - 3.002) < 1e-6, xs
         health = page.inner_text("#health")
         assert "2 of 2 connected" in health
         assert "RMR rx 40, tx 12, no route 2, tx failed 0" in health
@@ -165,4 +176,121 @@ def test_the_page_loads_updates_and_logs_no_errors(board: Any, chromium: str) ->
         if shot:
             page.screenshot(path=shot, full_page=True)
         browser.close()
+    assert problems == []
+
+
+def _api_state(port: int) -> dict[str, Any]:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(f"http://127.0.0.1:{port}/api/state", timeout=5) as r:
+        state: dict[str, Any] = json.loads(r.read())
+    return state
+
+
+def _shows_all_three(state: dict[str, Any]) -> bool:
+    """OCC-fed and GCC flows with OCC's ABW, a handover the xApp detected, Octopus drops."""
+    rows = state["series"]["rows"]
+    if not rows:
+        return False
+    last = rows[-1]
+    schemes = {f["scheme"] for f in last.get("flow_rates") or []}
+    abw = any(u.get("abw_kbps") for u in last.get("ue_rates") or [])
+    drops = any(f.get("dropped_pkts") for f in last.get("flow_rates") or [])
+    detected = any(e.get("event") == "start" for e in state["events"]["rows"])
+    return schemes >= {"occ", "gcc"} and abw and drops and detected
+
+
+def test_the_default_run_shows_all_three_xapps_and_reports_them(
+    tmp_path: Path, chromium: str
+) -> None:
+    """Issue #42 done-when 1: `octoric run` as it comes (only its ports moved), in Chromium.
+    Its handovers and drops come within the first ~15 s, so the run is stopped (Ctrl-C) once
+    the dashboard has shown them, and its report is read."""
+    import signal
+    import subprocess
+    import sys
+
+    from playwright.sync_api import sync_playwright
+
+    from octoric.config import load
+    from octoric.redis_server import free_port
+    from octoric.ric.stack import RIC_PORTS, distinct_pairs
+    from octoric.sim.scenario import DEMO_OCTOPUS_UE
+
+    # the default A1 policy names the demo scenario's Octopus UE
+    assert load().a1_policies[0].body["scope"]["ues"] == [DEMO_OCTOPUS_UE]
+    dash = free_port()
+    sets = [f"report_dir={tmp_path}", f"redis.port={free_port()}", f"dashboard.port={dash}"]
+    sets += [f"ric.{name}={port}" for name, port in distinct_pairs(RIC_PORTS).items()]
+    argv = [sys.executable, "-m", "octoric.cli", "run", "--duration", "45", "--no-live"]
+    for s in sets:
+        argv += ["--set", s]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    shot = os.environ.get("OCTORIC_SCREENSHOT")
+    problems: list[str] = []
+    try:
+        deadline = time.monotonic() + 40
+        state: dict[str, Any] = {}
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                state = _api_state(dash)
+                if _shows_all_three(state):
+                    break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        assert _shows_all_three(state), (proc.poll(), state.get("components"))
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1400, "height": 1300})
+            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.goto(f"http://127.0.0.1:{dash}/")
+            page.wait_for_function("Number(document.body.dataset.polls || 0) >= 1", timeout=20_000)
+            names = page.evaluate(
+                "Object.fromEntries(['rates', 'schemes', 'latency', 'drops', 'handovers']"
+                ".map(id => [id, document.getElementById(id).data.map(t => t.name)]))"
+            )
+            assert len(names["rates"]) == 4, names
+            assert any("OCC-fed" in n for n in names["schemes"]), names
+            assert any("GCC" in n for n in names["schemes"]), names
+            assert any("OCC-fed" in n for n in names["latency"]), names
+            assert f"UE {DEMO_OCTOPUS_UE} Octopus" in names["drops"], names
+            assert "handover (simulator)" in names["handovers"], names
+            assert "start (xApp)" in names["handovers"], names
+            verdicts = page.locator("#health tr td:nth-child(3)").all_inner_texts()
+            assert verdicts and set(verdicts) == {"ok"}, page.inner_text("#health")
+            # OCC's 30500 reports have a reader from the start: none went without a route
+            assert "xApp occ" in (health := page.inner_text("#health")), health
+            assert [ln for ln in health.splitlines() if ln.startswith("xApp occ") and
+                    ", no route 0," in ln], health  # fmt: skip
+            if shot:
+                page.screenshot(path=shot.replace(".png", "-default-run.png"), full_page=True)
+            page.close()  # before the run ends: the page would log its refused polls
+            proc.send_signal(signal.SIGINT)
+            out, _ = proc.communicate(timeout=60)
+            assert proc.returncode == 0, out[-3000:]
+            (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+            page = browser.new_page(viewport={"width": 1300, "height": 1300})
+            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.goto((run_dir / "report.html").as_uri())
+            rows = page.locator("table.summary tbody tr").count()
+            assert rows == 7, rows  # one per flow of the demo
+            body = page.inner_text("table.summary")
+            assert "OCC-fed" in body and "GCC + Octopus dropper" in body, body
+            for fig in ("cdf_frame", "cdf_network", "rates", "handovers", "drops"):
+                img = page.locator(f"#fig-{fig} img")
+                src = img.evaluate("i => i.currentSrc.slice(0, 26)")
+                assert src == "data:image/svg+xml;base64,", (fig, src)  # the SVG, not the PNG
+                assert img.evaluate("i => i.complete && i.naturalWidth > 0"), fig
+            xapps = page.inner_text("table.xapps")
+            assert "packets dropped" in xapps and "events detected" in xapps, xapps
+            assert "scenario: demo" in page.inner_text("#config + pre")
+            if shot:
+                page.screenshot(path=shot.replace(".png", "-report.png"), full_page=True)
+            browser.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     assert problems == []
