@@ -52,6 +52,14 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
+# the live metrics test's server: Debian's Prometheus (tests/core/test_prometheus_live.py starts
+# its own on a free loopback port; the package's system service is not needed by octoric)
+.PHONY: prometheus
+prometheus:
+	@command -v prometheus >/dev/null || [ -x /usr/bin/prometheus ] || { echo "installing prometheus from Debian (needs root)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+
 .PHONY: redis
 redis:
 	@echo "installing redis-server from Debian (needs root)"
@@ -87,7 +95,7 @@ doctor: setup
 	$(VENV)/bin/octoric doctor
 
 # --- tests ------------------------------------------------------------------------------
-test: setup browser cxx
+test: setup browser prometheus cxx
 	$(PY) -m octoric.testrun $(PYTEST_ARGS)
 
 # liboctopus's build and tests: CMake, a C++17 compiler, GoogleTest, nlohmann-json (Debian);
@@ -101,7 +109,7 @@ cxx:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(CXX_PKGS) >/dev/null; fi
 
-test-all: setup browser cxx images
+test-all: setup browser prometheus cxx images
 	@command -v valgrind >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; }
 	$(PY) -m octoric.testrun --all $(PYTEST_ARGS)
 

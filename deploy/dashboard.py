@@ -32,8 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import ClientSession, ClientTimeout, web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from octoric.contracts import hosts
+from octoric.deploy import prometheus_config
+from octoric.deploy.run_metrics import RunCollector, RunView
 from octoric.errors import OctoricError
 from octoric.ric.services import host_middleware
 from octoric.supervisor import Component, RunContext
@@ -120,6 +123,7 @@ class DashboardComponent:
         self._plotly: bytes | None = None
         self._hosts = hosts.HostPolicy("127.0.0.1", 0)  # set in start: loopback names only
         self.refused: Counter[str] = Counter()  # requests refused before a handler, by kind
+        self._registry: CollectorRegistry | None = None  # /metrics, made on the first scrape
 
     # --- the component ------------------------------------------------------------------------
     async def start(self, ctx: RunContext) -> None:
@@ -145,6 +149,9 @@ class DashboardComponent:
         self._hosts = hosts.HostPolicy(cfg.host, int(port), self._hosts.extra)
         self.url = f"http://{cfg.host}:{port}/"
         print(f"octoric dashboard: {self.url}", flush=True)
+        # the run's scrape targets, now that this port is known (deploy.prometheus_config)
+        prom = prometheus_config.targets(ctx.config.ric, self.xapp_status, f"{cfg.host}:{port}")
+        prometheus_config.write(run, prom)
         self._poller = asyncio.create_task(self._poll_xapps())
 
     async def stop(self) -> None:
@@ -170,7 +177,28 @@ class DashboardComponent:
         app.router.add_get("/", self._page)
         app.router.add_get("/static/plotly.min.js", self._plotly_js)
         app.router.add_get("/api/state", self._state)
+        app.router.add_get("/metrics", self._metrics)
         return app
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        """Prometheus text: the simulator's ground truth and this page's counters
+        (``deploy.run_metrics``)."""
+        if self._registry is None:
+            self._registry = CollectorRegistry()
+            self._registry.register(RunCollector(RunView(
+                self._latest_series_row,
+                lambda: [(c.name, bool(_safe(c.failed))) for c in self.components],
+                lambda: (self.requests, self.bad_requests, self.refused["host"]),
+            )))  # fmt: skip
+        body = generate_latest(self._registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    def _latest_series_row(self) -> dict[str, Any] | None:
+        tail = self._tails.get("series")
+        if tail is None:
+            return None
+        tail.poll()
+        return tail.rows[-1] if tail.rows else None
 
     @web.middleware
     async def _count_requests(self, request: web.Request, handler: Any) -> web.StreamResponse:

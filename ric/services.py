@@ -140,8 +140,14 @@ HELP = {
     "e2": "E2AP messages by kind",
     "pdus_in": "E2AP PDUs received, by kind",
     "pdus_out": "E2AP PDUs sent, by kind",
-    "registered": "xApp registrations",
-    "deregistered": "xApp deregistrations",
+    "registered": "xApp registrations appmgr accepted",
+    "deregistered": "xApp deregistrations appmgr accepted",
+    "refused_full": "registrations (appmgr) or subscription routes (rtmgr) refused because "
+    "their table is full",
+    "rmr_refused": "RMR connections and frames the library refused, by kind (foreign peers, "
+    "forged senders, replayed route tables, limits)",
+    "rest_sdl_unavailable": "REST requests answered 503 because Redis (the SDL) was "
+    "unreachable or too slow",
     "bad_requests": "malformed requests refused",
     "tables": "route tables built",
     "pushes": "route-table pushes that every endpoint took",
@@ -149,6 +155,8 @@ HELP = {
     "requests": "A1 policy requests sent to xApps",
     "responses": "A1 policy status answers from xApps",
     "bad_responses": "malformed A1 answers from xApps",
+    "forward_latency_seconds": "e2term's forwarding latency: an E2 RIC indication PDU in -> "
+    "its RMR message out (the last 100k)",
 }
 
 

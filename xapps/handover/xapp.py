@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
+from octoric.contracts import ho_event
 from octoric.contracts import message_types as mt
 from octoric.contracts.ho_event import HoEvent
 from octoric.contracts.latency_trace import LatencyTrace
@@ -34,7 +35,7 @@ from octoric.xapps.base.config import controls_of, typed_controls
 from octoric.xapps.base.discovery import E2Node
 from octoric.xapps.base.http import Request, Response
 from octoric.xapps.base.lifecycle import XappBase
-from octoric.xapps.base.metrics import Quantiles, StatsCollector
+from octoric.xapps.base.metrics import LatencyHistogram, StatsCollector
 from octoric.xapps.base.node_subscriptions import NodeSub, NodeSubscriptions, Wanted
 from octoric.xapps.base.sdl import SdlStore
 from octoric.xapps.base.shell import MessageHandler, RmrMessage
@@ -88,7 +89,7 @@ class HandoverXapp(XappBase):
         self.rc_refused: dict[str, float] = {}  # meid -> when it refused RC REPORT (monotonic)
         self.last_errors: deque[dict[str, Any]] = deque(maxlen=20)
         self.recent: deque[dict[str, Any]] = deque(maxlen=50)  # the latest events
-        self.latency = Quantiles()
+        self.latency = LatencyHistogram()  # indication in -> 30501 sent (the 2 ms target)
         self.started_at = time.time()
         self.node_subs = NodeSubscriptions(
             self.shell, self._wants, submgr, self.counters, sdl_prefix=SUB
@@ -104,7 +105,9 @@ class HandoverXapp(XappBase):
         self.notify = Notifier(self.shell.sdl)  # webhooks and the event stream
         self.notify.routes(self.shell.http)
         self.shell.registry.register(
-            StatsCollector("octoric_handover", self._stats, _LABELS, _HELP)
+            StatsCollector(
+                "octoric_handover", self._stats, _LABELS, _HELP, levels=("subscriptions",)
+            )
         )
 
     @property
@@ -395,10 +398,15 @@ class HandoverXapp(XappBase):
         with self._lock:
             ues, in_ho = len(self.detector.tracks), len(self.detector.in_handover())
             detector = Counter(self.detector.counters)
+        # every kind and path from 0, so a dashboard's rate() has a series before the first
+        events = Counter(dict.fromkeys(EVENT_KINDS, 0))
+        events.update(self.events)
+        by_path = Counter(dict.fromkeys(("rc", "kpm"), 0))
+        by_path.update(self.by_path)
         return {
             "indications_total": self.counters["indications"],
-            "events": self.events,
-            "handovers_by_path": self.by_path,
+            "events": events,
+            "handovers_by_path": by_path,
             "webhook_deliveries": self.notify.deliverer.counters,
             "webhook_delivery_latency_seconds": self.notify.deliverer.latency,
             "webhook_subscriptions": len(self.notify.subs),
@@ -418,6 +426,7 @@ class HandoverXapp(XappBase):
         }
 
 
+EVENT_KINDS = (ho_event.START, ho_event.COMPLETE, ho_event.FAILURE, ho_event.PING_PONG)
 _LABELS = {
     "events": "kind",
     "handovers_by_path": "path",
@@ -429,6 +438,7 @@ _LABELS = {
     "subscriptions": "state",
 }
 _HELP = {
+    "indications_total": "RC and KPM indications (RMR 12050) received from the E2 nodes",
     "events": "handover events detected, by kind (start, complete, failure, ping_pong)",
     "handovers_by_path": "handovers detected, by path (rc: E2SM-RC REPORT, kpm: UE-level KPM)",
     "webhook_deliveries": "webhook outcomes (offered, delivered, given_up, expired_*, ...)",
@@ -439,9 +449,14 @@ _HELP = {
     "stream_clients": "clients of the event stream",
     "events_unsent_total": "30501 send attempts that found no route or peer (tried again)",
     "events_dropped_total": "30501 messages given up after event_retry_s",
-    "detection_latency_seconds": "RC indication in -> its 30501 sent",
+    "detection_latency_seconds": "handover detection latency: the RC (or KPM) indication "
+    "that shows a handover in -> its event (RMR 30501) sent (the 2 ms target)",
     "ues": "UEs the detector follows",
     "ues_in_handover": "UEs in a handover now",
     "detector": "detector counters (entries, starts, ends, duplicates, ...)",
     "rejected_indications": "indications rejected, by reason",
+    "rest_errors": "REST requests answered with an error, by reason",
+    "rmr": "RMR messages by direction, type and outcome (rx_*, tx_*, shed, refused)",
+    "subscriptions": "RC or KPM subscriptions held now, by state",
+    "config_errors_total": "descriptor edits refused (the previous configuration stays)",
 }

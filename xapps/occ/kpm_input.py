@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from octoric.contracts import kpm as K
 from octoric.contracts import ue_key
 from octoric.e2sm import kpm
 from octoric.e2sm.e2ap import RicIndication
@@ -32,6 +33,8 @@ from octoric.xapps.occ.degraded import ESTIMATED, STANDARD, DegradedInputs
 from octoric.xapps.occ.records import guami_str
 
 FloatArray = npt.NDArray[np.float64]
+# kept beside the engine's inputs for /metrics only (kpis.py): the engine ignores them
+SHOWN: tuple[str, ...] = (K.MCS_DL, K.UE_THP_DL)
 
 
 class IndicationError(XappError):
@@ -150,7 +153,7 @@ def _from_columns(
             "unknown_ue",
             "no UE carries an AMF-UE-NGAP-ID (UEID-GNB) or a gNB-CU-UE-F1AP-ID (UEID-GNB-DU)",
         )
-    names = [n for n in (*M.REQUIRED, M.PRB_TOTAL, *(STANDARD if estimate else ()))
+    names = [n for n in (*M.REQUIRED, M.PRB_TOTAL, *(STANDARD if estimate else ()), *SHOWN)
              if n in cols.metrics]  # fmt: skip
     idx = [cols.metrics.index(n) for n in names]
     vals = cols.values if len(keep) == len(cols.ue_ids) else cols.values[keep]

@@ -47,7 +47,7 @@ from octoric.xapps.base.discovery import E2Node
 from octoric.xapps.base.errors import RestError
 from octoric.xapps.base.http import Request, Response
 from octoric.xapps.base.lifecycle import XappBase
-from octoric.xapps.base.metrics import Quantiles, RateMeter, StatsCollector
+from octoric.xapps.base.metrics import LatencyHistogram, RateMeter, StatsCollector
 from octoric.xapps.base.node_subscriptions import NodeSub, NodeSubscriptions, Wanted
 from octoric.xapps.base.sdl import SdlStore
 from octoric.xapps.base.shell import MessageHandler, RmrMessage
@@ -60,6 +60,8 @@ from octoric.xapps.occ.engine import OccEngine
 from octoric.xapps.occ.errors import OccInputError
 from octoric.xapps.occ.feedback import FeedbackSender, UeTarget
 from octoric.xapps.occ.flows import MAX_FLOWS, Flow, parse_flow
+from octoric.xapps.occ.kpis import HELP as KPI_HELP
+from octoric.xapps.occ.kpis import KpiExport
 from octoric.xapps.occ.kpm_input import (
     EngineInput,
     IndicationError,
@@ -144,7 +146,8 @@ class OccXapp(XappBase):
         self.dropped_rows: Counter[str] = Counter()  # UE rows by reason
         self.ho_errors: Counter[str] = Counter()
         self.last_errors: deque[dict[str, Any]] = deque(maxlen=20)
-        self.latency = Quantiles()
+        self.latency = LatencyHistogram()  # the loop: KPM indication in -> feedback out
+        self.kpis = KpiExport(self.engine.config.prb_total_dl)
         self.rate = RateMeter()
         self.restored = {"flows": 0, "ues": 0, "checkpoints": 0}
         self.started_at = time.time()
@@ -159,7 +162,9 @@ class OccXapp(XappBase):
         self._last_ckpt = time.monotonic()
         self._no_route_until = 0.0  # reports are not built before this (monotonic)
         self._routes()
-        self.shell.registry.register(StatsCollector("octoric_occ", self._stats, _LABELS, _HELP))
+        self.shell.registry.register(
+            StatsCollector("octoric_occ", self._stats, _LABELS, _HELP, levels=("subscriptions",))
+        )
 
     # --- configuration -------------------------------------------------------------------------
     def apply_config(self, descriptor: dict[str, Any]) -> None:
@@ -173,6 +178,7 @@ class OccXapp(XappBase):
             # different parameters: fresh estimates (checkpoints of the old config are ignored)
             self.engine = OccEngine(new_engine_cfg)
             self.degraded = DegradedInputs(new_engine_cfg.dl_slots_per_ms)
+            self.kpis.prb_total = new_engine_cfg.prb_total_dl
             self.fp = persist.fingerprint(new_engine_cfg)
             self.counters["engine_resets"] += 1
         self.cfg = new
@@ -281,6 +287,7 @@ class OccXapp(XappBase):
             key = key_of(msg.payload)
             self._trace_in.mark(msg.payload, t_in, key)
             self._trace_out.mark(msg.payload, t_out, key)
+        self.kpis.note(msg.meid, used)
         for reason, n in used.dropped.items():
             self.dropped_rows[reason] += n
         if used.no_value_filled:
@@ -724,6 +731,7 @@ class OccXapp(XappBase):
             "rmr": Counter(self.shell.rmr_counters),
             "subscriptions": subs,
             "config_errors_total": self.shell.config_errors,
+            **self.kpis.series(self.ue_records()),
         }
 
 
@@ -747,9 +755,23 @@ _LABELS = {
     "subscriptions": "state",
 }
 _HELP = {
+    "indications_total": "KPM indications (RMR 12050) received from the E2 nodes",
+    "ue_samples_total": "UE x 1 ms samples the engine processed",
     "ue_samples_per_second": "UE x 1 ms samples processed per second (last 10 s)",
-    "processing_latency_seconds": "RMR message in -> report sent and feedback out, per indication",
+    "processing_latency_seconds": "OCC's loop latency per indication: KPM indication in -> "
+    "feedback sent and ABW report out (the 1 ms target)",
     "ues": "UEs with an estimate",
+    "engine_ues": "UEs the engine holds state for",
+    "flows": "senders registered for feedback",
+    "reports_sent_total": "ABW reports (RMR 30500) sent to subscribers",
+    "reports_unsent_total": "ABW reports that could not be sent (no route or peer)",
     "rejected_indications": "indications rejected, by reason",
     "dropped_ue_rows": "UE rows dropped from otherwise valid indications, by reason",
+    "ho_event_errors": "handover events (RMR 30501) refused, by reason",
+    "rest_errors": "REST requests answered with an error, by reason",
+    "feedback": "feedback datagrams to registered senders, by outcome",
+    "rmr": "RMR messages by direction, type and outcome (rx_*, tx_*, shed, refused)",
+    "subscriptions": "KPM subscriptions held now, by state",
+    "config_errors_total": "descriptor edits refused (the previous configuration stays)",
+    **KPI_HELP,
 }

@@ -25,7 +25,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import Any
 
 import jsonschema
@@ -47,7 +47,7 @@ from octoric.e2sm.errors import E2smError
 from octoric.xapps.base.config import controls_of, typed_controls
 from octoric.xapps.base.http import Response
 from octoric.xapps.base.lifecycle import XappBase
-from octoric.xapps.base.metrics import StatsCollector
+from octoric.xapps.base.metrics import Series, StatsCollector
 from octoric.xapps.base.sdl import SdlStore
 from octoric.xapps.base.shell import MessageHandler, RmrMessage
 from octoric.xapps.octopus import planner
@@ -101,7 +101,9 @@ class OctopusXapp(XappBase):
         self._lock = threading.RLock()
         self._wake = threading.Event()
         self.shell.http.add("GET", "/octopus/v1/status", lambda r: Response.json(self.status()))
-        self.shell.registry.register(StatsCollector("octoric_octopus", self._stats, _LABELS, _HELP))
+        self.shell.registry.register(
+            StatsCollector("octoric_octopus", self._stats, _LABELS, _HELP, levels=("policies",))
+        )
 
     # --- configuration and life cycle ----------------------------------------------------------
     def apply_config(self, descriptor: dict[str, Any]) -> None:
@@ -489,16 +491,27 @@ class OctopusXapp(XappBase):
 
     def _stats(self) -> dict[str, Any]:
         with self._lock:
-            states = Counter(planner.verdict(p)[0] for p in self.policies.values())
-            drops: Counter[str] = Counter()
+            # every state and dropper counter from 0: a dashboard has a series before the first
+            states = Counter(dict.fromkeys(VERDICTS, 0))
+            states.update(planner.verdict(p)[0] for p in self.policies.values())
+            drops: Counter[str] = Counter({f.name: 0 for f in fields(DropCounters)})
+            # per target (node, UE, DRB): as many as the A1 policies name, summed over them
+            per: dict[tuple[str, ...], list[float]] = {}
             for p in self.policies.values():
-                for s in p.targets.values():
+                for t, s in p.targets.items():
                     if s.drops is not None:
                         for k, v in asdict(s.drops).items():
                             drops[k] += v
+                        acc = per.setdefault((t.meid, str(t.ue), str(t.drb)), [0.0, 0.0])
+                        acc[0] += s.drops.packets
+                        acc[1] += s.drops.bytes
+        labels = ("meid", "ue", "drb")
+        packets = Series("counter", labels, [(k, v[0]) for k, v in sorted(per.items())])
+        octets = Series("counter", labels, [(k, v[1]) for k, v in sorted(per.items())])
         return {
             "policies": states, "controls": self.controls, "rejected": self.rejected,
-            "gnb_drops": drops,
+            "gnb_drops": drops, "target_dropped_packets": packets,
+            "target_dropped_bytes": octets,
             "status_published_total": self.counters["status_published"],
         }  # fmt: skip
 
@@ -550,11 +563,16 @@ def drop_counters(outcome: bytes | None) -> DropCounters | None:
     )  # fmt: skip
 
 
+VERDICTS = (planner.ENFORCED, planner.NOT_ENFORCED, planner.PENDING)
 _LABELS = {"policies": "state", "controls": "outcome", "rejected": "reason", "gnb_drops": "counter"}
 _HELP = {
     "policies": "policies held, by verdict (enforced, not_enforced, pending)",
     "controls": "RIC controls (sent, acked, failed, timeout, unsent, late_or_unknown)",
     "rejected": "A1 requests and E2 answers refused, by reason",
     "gnb_drops": "the gNBs' dropper counters summed over the policies' targets",
-    "status_published_total": "OCTORIC_OCTOPUS_STATUS (30502) messages sent",
+    "target_dropped_packets": "packets the gNB's dropper dropped for one policy target "
+    "(node, UE, DRB), as its last RIC control ACK said",
+    "target_dropped_bytes": "bytes the gNB's dropper dropped for one policy target (node, UE, "
+    "DRB), as its last RIC control ACK said",
+    "status_published_total": "policy status messages (OCTORIC_OCTOPUS_STATUS, RMR 30502) sent",
 }
