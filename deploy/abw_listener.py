@@ -149,7 +149,7 @@ class AbwListenerComponent:
                 "--rmr-port", str(self.rmr_port), "--out", str(self.out)]  # fmt: skip
         self.child = ChildProcess(NAME, argv, env=env, max_restarts=5)
         await self.child.start(ctx)
-        # the xApps start next: wait (a few seconds) until the route manager routes 30500 here,
+        # the xApps start after it: wait (a few seconds) until the route manager routes 30500 here,
         # so OCC's first report already has a reader
         routes, entry = rt.seed_file, f"mse|{OCTORIC_ABW_REPORT}|-1|127.0.0.1:{self.rmr_port}"
         deadline = time.monotonic() + ROUTE_WAIT_S

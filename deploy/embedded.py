@@ -1,7 +1,7 @@
 """``octoric run``: the embedded deployment on one machine, composed.
 
-Redis (``octoric.runner``), the live web dashboard (``deploy.dashboard``), then the RIC, the
-live simulated gNBs, a subscriber to OCC's 30500 reports (``deploy.abw_listener``), the
+Redis (``octoric.runner``), the live web dashboard (``deploy.dashboard``), then the RIC, a
+subscriber to OCC's 30500 reports (``deploy.abw_listener``), the live simulated gNBs, the
 enabled xApps and the A1 policies of the config (``deploy.a1_policies``), in that start
 order. The xApps' ports are chosen
 first so the simulator registers its OCC-fed flows with the OCC xApp of this run, wherever it
@@ -28,10 +28,12 @@ def build_components(ctx: RunContext) -> list[Component]:
     xapps = xapp_components(ctx)
     occ = next((x for x in xapps if x.spec.name == "occ"), None)
     occ_url = None if occ is None else f"http://127.0.0.1:{occ.http_port}/occ/v1/flows"
-    parts: list[Component] = [RicComponent(), SimComponent(ctx, occ_url)]
-    if occ is not None:  # a reader of OCC's 30500 reports: routed before OCC publishes
+    parts: list[Component] = [RicComponent()]
+    if occ is not None:
+        # a reader of OCC's 30500 reports, routed before OCC publishes; before the simulator,
+        # whose clock starts with it, so its registration costs the run no simulated seconds
         parts.append(AbwListenerComponent())
-    parts += xapps
+    parts += [SimComponent(ctx, occ_url), *xapps]
     names = [x.spec.name for x in xapps]
     if ctx.config.a1_policies:  # after the xApps: the types they serve exist by then
         parts.append(A1PoliciesComponent(ctx.config.a1_policies, names))

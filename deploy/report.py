@@ -470,19 +470,17 @@ def rates_figure(series: list[dict[str, Any]], schemes: dict[int, str]) -> Figur
 def cdf_figure(summary: dict[str, Any], which: str) -> Figure | None:
     lq = summary.get("latency_quantiles") or {}
     pct = lq.get("percentiles") or []
-    amf = _ue_names(summary)
-    flows = {int(f["flow"]): f for f in summary.get("flows") or [] if "flow" in f}
+    rows = {r.flow: r for r in flow_rows(summary)}  # the summary table's names
     series = []
     for q in lq.get("flows") or []:
         vals = q.get(f"{which}_ms")
-        f = flows.get(int(q["flow"]))
-        if not vals or f is None:
+        r = rows.get(int(q["flow"]))
+        if not vals or r is None:
             continue
-        scheme = str(f.get("scheme", ""))
-        ue = amf.get(int(f.get("ue", -1)), f.get("ue"))
+        scheme = r.scheme
         series.append(
             Series(
-                f"UE {ue} · {scheme_label(scheme)}",
+                f"{r.name} · {scheme_label(r.group)}",
                 list(vals),
                 [p / 100 for p in pct],
                 style=STYLE.get(scheme, "-."),
@@ -613,7 +611,9 @@ def _draw(fig_data: Figure) -> Any:
                     x,
                     [names.index(str(v)) for v in y],
                     marker=s.marker or "o",
-                    s=60 if s.marker == "|" else 30,
+                    # the simulator's tick tall, behind the xApp's events
+                    s=500 if s.marker == "|" else 30,
+                    zorder=1 if s.marker == "|" else 2,
                     color=s.color,
                     label=s.name,
                 )
@@ -626,9 +626,18 @@ def _draw(fig_data: Figure) -> Any:
         ax.tick_params(labelsize=7)
         ax.grid(True, lw=0.3, alpha=0.5)
         if fig_data.x_log:
+            from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter
+
             ax.set_xscale("log")
+            lo, hi = ax.get_xlim()
+            ticks = [t for t in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+                     if lo <= t <= hi]  # fmt: skip
+            ax.xaxis.set_major_locator(FixedLocator(ticks))
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_formatter(NullFormatter())
         if fig_data.categorical_y:
             ax.set_yticks(range(len(names)), names, fontsize=7)
+            ax.set_ylim(-0.6, len(names) - 0.4)  # room for the tall ticks of the first and last
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
     for ax in axes[-1]:
