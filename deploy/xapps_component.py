@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import sys
 import urllib.error
 import urllib.request
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import octoric.xapps
-from octoric.contracts import ports
+from octoric.contracts import message_types, ports
 from octoric.errors import OctoricError
 from octoric.supervisor import ChildProcess, RunContext
 
@@ -144,7 +145,7 @@ class XappComponent:
         self.rmr_port, self.http_port = rmr_port, http_port
         self.child: ChildProcess | None = None
         self.last_status: dict[str, Any] = {}
-        self._unrouted: tuple[str, ...] = ()  # RMR types sent with no route since the last poll
+        self._unrouted: tuple[int, ...] = ()  # RMR types sent with no route since the last poll
         self._poll: asyncio.Task[None] | None = None
 
     @property
@@ -256,7 +257,7 @@ class XappComponent:
         return self.child.failed() if self.child else None
 
 
-def attention(status: dict[str, Any], unrouted: tuple[str, ...] = ()) -> list[str]:
+def attention(status: dict[str, Any], unrouted: tuple[int, ...] = ()) -> list[str]:
     """What in an xApp's status needs a look, as short phrases; none when all is well.
     ``unrouted``: RMR message types whose sends found no route since the last look (nobody
     subscribes to them, e.g. OCC's 30500 without a listener): a fact of the platform, not a
@@ -274,17 +275,19 @@ def attention(status: dict[str, Any], unrouted: tuple[str, ...] = ()) -> list[st
     if status.get("overloaded"):
         out.append("overloaded (shedding messages)")
     if unrouted:
-        out.append(f"nobody subscribes to RMR {', '.join(unrouted)}")
+        names = ", ".join(f"{message_types.name(t)} ({t})" for t in unrouted)
+        out.append(f"nobody subscribes to {names}")
     return out
 
 
-def unrouted_since(before: dict[str, Any], now: dict[str, Any]) -> tuple[str, ...]:
-    """RMR message types whose no-route count grew from one status to the next."""
+def unrouted_since(before: dict[str, Any], now: dict[str, Any]) -> tuple[int, ...]:
+    """RMR message types whose no-route count (``tx_<type>_failed_no_route``, xapps.base.shell)
+    grew from one status to the next."""
     old, new = before.get("rmr") or {}, now.get("rmr") or {}
     grew = {
-        k[3:].split("_", 1)[0]
+        int(k.split("_")[1])
         for k, v in new.items()
-        if k.endswith("_failed_no_route") and isinstance(v, int) and v > old.get(k, 0)
+        if re.fullmatch(r"tx_\d+_failed_no_route", k) and isinstance(v, int) and v > old.get(k, 0)
     }
     return tuple(sorted(grew))
 

@@ -18,7 +18,7 @@ from octoric.supervisor import RunOutcome
 pytestmark = pytest.mark.unit
 
 
-def _occ(status: dict[str, Any], unrouted: tuple[str, ...] = ()) -> str:
+def _occ(status: dict[str, Any], unrouted: tuple[int, ...] = ()) -> str:
     comp = xc.XappComponent(xc.KNOWN["occ"], rmr_port=1, http_port=2)
 
     class Running:  # a child that is up: status() reads the xApp's last status
@@ -46,8 +46,8 @@ def test_no_route_is_not_an_error_and_does_not_grow_on_the_row() -> None:
     # sends with no route earlier (before a subscriber registered): nothing to say now
     assert "route" not in _occ(OCC_OK) and "fail" not in _occ(OCC_OK)
     # while they keep finding no route: said once, by message type, without a count
-    line = _occ(OCC_OK, unrouted=("30500",))
-    assert line.endswith("; nobody subscribes to RMR 30500"), line
+    line = _occ(OCC_OK, unrouted=(30500,))
+    assert line.endswith("; nobody subscribes to OCTORIC_ABW_REPORT (30500)"), line
     assert "40" not in line.split(";", 1)[1]
 
 
@@ -65,7 +65,7 @@ def test_real_failures_are_named_with_their_count() -> None:
 def test_unrouted_since_the_last_poll() -> None:
     before = {"rmr": {"tx_30500_failed_no_route": 40, "tx_30501_failed_no_route": 2}}
     now = {"rmr": {"tx_30500_failed_no_route": 41, "tx_30501_failed_no_route": 2}}
-    assert xc.unrouted_since(before, now) == ("30500",)
+    assert xc.unrouted_since(before, now) == (30500,)
     assert xc.unrouted_since(now, now) == ()
 
 
