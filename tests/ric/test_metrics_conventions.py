@@ -7,7 +7,9 @@ prometheus_client. The live scrape by the real Prometheus is tests/core/test_pro
 
 from __future__ import annotations
 
+import time
 import urllib.request
+from collections import deque
 from dataclasses import replace
 
 import pytest
@@ -98,11 +100,13 @@ def test_the_occ_xapp_kpis_and_loop_latency() -> None:
 
 def test_ue_series_are_capped_and_leave_with_their_ue() -> None:
     """The bound on label cardinality: at most ``max_ue_series`` UEs (lowest keys) get
-    series, the rest are counted; a node silent for ``STALE_S`` takes its UEs' series away."""
+    series, the rest are counted; a UE the node's latest report no longer names loses its
+    series, and a node silent for ``STALE_S`` takes its UEs' and its cell's away."""
     export = kpis.KpiExport(51.0, max_ue_series=3)
-    a = engine_input(_pdu(OccIndications([11, 12, 13, 14]), 0), meid="gnb_a")
+    src_a = OccIndications([11, 12, 13, 14])
+    a0 = engine_input(_pdu(src_a, 0), meid="gnb_a")
     b = engine_input(_pdu(OccIndications([21]), 0), meid="gnb_b")
-    export.note("gnb_a", a)
+    export.note("gnb_a", a0)
     export.note("gnb_b", b)
     out = export.series([])
     prb = out["ue_prb_used"]
@@ -110,7 +114,18 @@ def test_ue_series_are_capped_and_leave_with_their_ue() -> None:
     assert sorted(lv for lv, _ in prb.samples) == [("gnb_a", "11"), ("gnb_a", "12"),
                                                     ("gnb_a", "13")]  # fmt: skip
     assert out["ue_series_capped"] == 2
-    export._latest["gnb_a"].at -= kpis.STALE_S + 1  # gnb_a went silent: its UEs left
+    # a second report of gnb_a without UE 11: its series go, the others average both reports
+    a1 = engine_input(_pdu(OccIndications([12, 13, 14]), 1), meid="gnb_a")
+    export.note("gnb_a", a1)
+    prb = export.series([])["ue_prb_used"]
+    assert isinstance(prb, Series)
+    got = dict(prb.samples)
+    assert sorted(got) == [("gnb_a", "12"), ("gnb_a", "13"), ("gnb_a", "14")]
+    pu = kpis.K.PRB_USED_DL
+    both = (a0.metrics[pu][2].sum() + a1.metrics[pu][1].sum()) / (a0.n_granules + a1.n_granules)
+    assert got[("gnb_a", "13")] == pytest.approx(both)
+    # gnb_a goes silent
+    export._recent["gnb_a"] = deque([(time.monotonic() - kpis.STALE_S - 1, a1)])
     out = export.series([])
     prb = out["ue_prb_used"]
     assert isinstance(prb, Series)
