@@ -12,12 +12,14 @@ and asks the components for their status:
 - each component's status line and failure, the RIC's E2 nodes and subscriptions, and each
   xApp's own status page (RMR counters, rejected messages, overload).
 
-``GET /api/state?series=N&truth=M&events=K`` returns what is new after those counts, so the
-page (``dashboard.html``, plots by plotly.js served from the installed ``plotly`` package,
-no network needed) fetches only the last second each second. Everything here is read-only;
-it binds loopback unless ``dashboard.host`` says otherwise, and answers only Host names
-``contracts.hosts`` allows (loopback, ``ric.allowed_hosts``): a DNS-rebinding page gets 421
-(counted, ``host_refused`` in the report).
+``GET /metrics`` is Prometheus text (``deploy.run_metrics``: the simulator's per-UE and per-flow
+truth, failed components), and at start the run's ``prometheus.yml`` is written beside the
+rest (``deploy.prometheus_config``). ``GET /api/state?series=N&truth=M&events=K`` returns what
+is new after those counts, so the page (``dashboard.html``, plots by plotly.js served from the
+installed ``plotly`` package, no network needed) fetches only the last second each second.
+Everything here is read-only; it binds loopback unless ``dashboard.host`` says otherwise, and
+answers only Host names ``contracts.hosts`` allows (loopback, ``ric.allowed_hosts``): a
+DNS-rebinding page gets 421 (counted, ``host_refused`` in the report).
 """
 
 from __future__ import annotations
