@@ -170,8 +170,10 @@ def ray_connect(backend: Backend) -> int:
     if not ray.is_initialized():
         quiet: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
         if backend.address == "local":
-            # a private cluster on loopback: its services listen on no outside address
-            ray.init(num_cpus=backend.workers, include_dashboard=False,
+            # a new cluster of our own (without address="local", Ray joins one that `ray
+            # start` left on this machine) whose node is 127.0.0.1; Ray 2.60's servers still
+            # listen on every interface, behind its token authentication
+            ray.init(address="local", num_cpus=backend.workers, include_dashboard=False,
                      _node_ip_address="127.0.0.1", **quiet)  # fmt: skip
         else:
             ray.init(address=backend.address, **quiet)
@@ -182,12 +184,12 @@ def ray_connect(backend: Backend) -> int:
 def _ray(fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]],
          backend: Backend) -> Iterator[Done]:  # fmt: skip
     import ray
-    from ray.exceptions import RayTaskError
+    from ray.exceptions import RayError, RayTaskError
 
     ours = not ray.is_initialized()  # else the caller's (``connected``) to leave
     if ours:
         ray_connect(backend)
-    refs: dict[Any, int] = {}
+    pending: list[Any] = []
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(fn)
         refs = {task.remote(*t): i for i, t in enumerate(tasks)}
@@ -198,14 +200,25 @@ def _ray(fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]],
                 try:
                     yield Done(refs[ref], ray.get(ref))
                 except RayTaskError as e:  # the run's own exception, without Ray's wrapping
-                    yield Done(refs[ref], error=_error(e.cause or e))
-                except ray.exceptions.RayError as e:  # its worker died, ...
-                    yield Done(refs[ref], error=_error(e))
+                    cause = e.cause or e
+                    how = _ray_error if isinstance(cause, RayError) else _error
+                    yield Done(refs[ref], error=how(cause))
+                except RayError as e:  # its worker died, its module is missing, ...
+                    yield Done(refs[ref], error=_ray_error(e))
     finally:
-        for ref in refs:
-            ray.cancel(ref, force=True)
+        # a local cluster's shutdown ends its tasks with it; on a cluster of others', the
+        # unfinished ones are interrupted. Not force=True: a task finishing as it is killed
+        # aborts the driver (Ray 2.60: "Tried to complete task that was not pending")
+        if backend.address != "local":
+            for ref in pending:
+                ray.cancel(ref)
         if ours:
             ray.shutdown()
+
+
+def _ray_error(e: BaseException) -> str:
+    """Ray's own errors, without their class and "System error: " preamble."""
+    return str(e).removeprefix("System error: ").strip().splitlines()[0]
 
 
 # -- progress ----------------------------------------------------------------------------------
