@@ -368,7 +368,13 @@ def test_run_plugin_component(env: Env) -> None:
         frag = wait_until(
             lambda: "UEs, ABW" in comp.status() and comp.status(), 30, "status fragment"
         )
-        assert frag.startswith(f"occ {len(UES)} UEs, ABW ") and frag.endswith(" Mbit/s"), frag
+        # "occ 4 UEs, ABW Mbit/s ue101 10.2 ue102 9.9 ...", maybe "; <what needs a look>"
+        head, _, abw = frag.split("; ")[0].partition(" UEs, ABW Mbit/s ")
+        assert head == f"occ {len(UES)}", frag
+        pairs = abw.split()
+        named = {pairs[i]: float(pairs[i + 1]) for i in range(0, len(pairs), 2)}
+        assert sorted(named) == sorted(f"ue{u}" for u in UES), frag
+        assert all(v > 0 for v in named.values()), frag
         assert sorted(comp.abw_by_ue()) == UES
     finally:
         env.lt.call(comp.stop())
