@@ -101,6 +101,10 @@ class A1PoliciesComponent:
 
     def report(self) -> dict[str, Any]:
         return {
+            # one line for the end-of-run summary: each policy's enforcement status
+            "enforcement": ", ".join(
+                f"{p.id} {self.enforce.get(p.id, 'pending')}" for p in self.policies
+            ) or "no policy",
             "policies": [
                 {"id": p.id, "type": p.type, "body": p.body,
                  "enforce_status": self.enforce.get(p.id), "reasons": self.reasons.get(p.id)}

@@ -548,7 +548,7 @@ def handover_figure(
         "handovers",
         "Handovers: the simulator's and what the handover xApp detected",
         "Each handover the simulator made (grey tick) and the handover xApp's events for it "
-        "(start, complete, failure), on the simulator's clock.",
+        "(start, complete, failure, ping-pong), on the simulator's clock.",
         "simulated s",
         "",
         [Panel("", series)],
@@ -645,7 +645,11 @@ def _draw(fig_data: Figure) -> Any:
     first = axes.flat[0]
     many = sum(len(p.series) for p in fig_data.panels[:1]) > 6
     if fig_data.categorical_y or many:
-        first.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        leg = first.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        if fig_data.categorical_y:  # the legend's markers at one size (the ticks are tall)
+            for h in leg.legend_handles:
+                if hasattr(h, "set_sizes"):
+                    h.set_sizes([30])
     else:
         first.legend(fontsize=7, loc="best")
     fig.tight_layout()
