@@ -1,14 +1,14 @@
 """Where an experiment's runs execute (issue #45): in this process one after another
 (``serial``), on a local process pool (``pool``, every core by default) or on a Ray cluster
-(``ray``: one already running, or a local one on loopback), with the same results run by run.
+(``ray``: one already running, or a local one), with the same results run by run.
 
 A run is a function of its case and the options that affect it (``Experiment.run_options``),
 so where it runs cannot change its output. Runs stream, as they finish, to ``runs.jsonl`` in
-the ``--out`` folder: one record per run, keyed by a hash of the experiment, the case and those
-options; a run of the same command skips the runs the file already holds (a crash or Ctrl-C
-loses only the runs in flight), and ``octoric eval report DIR`` rebuilds the results from the
-file alone. Every output goes through its JSON record before the results are made from it, so
-a resumed run gives the results an uninterrupted one does.
+the ``--out`` folder: one record per run, keyed by a hash of the experiment, the case, those
+options and octoric's sources; the same command again skips the runs the file holds (a crash
+or Ctrl-C loses only the runs in flight), and ``octoric eval report DIR`` rebuilds the
+results from the file alone. Every output goes through its JSON record before the results are
+made from it, so a resumed run gives the results an uninterrupted one does.
 
 Runs marked ``alone`` (a Case's or the Experiment's: live-RIC runs, browsers) need a machine
 to themselves: they run after the others, here, one at a time. Ctrl-C stops every worker (the
@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -273,10 +274,28 @@ def options_from(d: dict[str, Any], out: Path) -> RunOptions:
     return RunOptions(out, d["quick"], d["seeds"], d["traces"], d["plots"], d["extra"])
 
 
+@cache
+def code_version() -> str:
+    """A hash of octoric's Python sources (the package and the areas it links): a run made by
+    other code is another run."""
+    import octoric
+
+    root = Path(octoric.__file__).resolve().parent
+    h = hashlib.sha256()
+    # followlinks: octoric/<area> are links to the checkout's top-level folders
+    for folder, dirs, files in sorted(os.walk(root, followlinks=True)):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for f in sorted(f for f in files if f.endswith(".py")):
+            path = Path(folder) / f
+            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def run_key(exp: Experiment, case: Case, opts: RunOptions) -> str:
-    """A run's key in ``runs.jsonl``: the experiment, the case and the options its output
-    depends on; a changed option gives new keys, so no stale run is reused."""
-    what = {"experiment": exp.name, "case": case_json(case), "options": exp.run_options(opts)}
+    """A run's key in ``runs.jsonl``: the experiment, the case, the options its output depends
+    on and the code; a changed option or source gives new keys, so no stale run is reused."""
+    what = {"experiment": exp.name, "case": case_json(case), "options": exp.run_options(opts),
+            "code": code_version()}  # fmt: skip
     blob = json.dumps(what, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:32]
 

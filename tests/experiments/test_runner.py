@@ -24,6 +24,7 @@ import pytest
 from testkit.toy_experiment import TOY, register_toy
 
 from octoric.cli import main
+from octoric.experiments import runner
 from octoric.experiments.experiment import EXPERIMENTS, Case, RunOptions
 from octoric.experiments.registry import EXPERIMENTS as PAPERS
 from octoric.experiments.runner import RUNS, Progress, RunLog, run_key
@@ -202,8 +203,8 @@ def test_ctrl_c_stops_a_local_ray_cluster(tmp_path: Path) -> None:
     assert _gone(started) == set(), "a Ray process outlived the run"
 
 
-def test_a_changed_option_reuses_no_run_and_more_seeds_reuse_the_first(
-    tmp_path: Path, toy: None, capsys: pytest.CaptureFixture[str]
+def test_a_changed_option_or_code_reuses_no_run_and_more_seeds_reuse_the_first(
+    tmp_path: Path, toy: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = str(tmp_path)
     assert _eval("toy", "--seeds", "1", "--serial", "--out", out) == 0
@@ -219,6 +220,9 @@ def test_a_changed_option_reuses_no_run_and_more_seeds_reuse_the_first(
     assert run_key(TOY, c, opts) != run_key(TOY, Case("runs", "static", "gcc", 2), opts)
     quick = RunOptions(tmp_path, quick=True, extra={"duration": 1.0})
     assert run_key(TOY, c, opts) != run_key(TOY, c, quick)
+    key = run_key(TOY, c, opts)
+    monkeypatch.setattr(runner, "code_version", lambda: "other sources")
+    assert run_key(TOY, c, opts) != key
 
 
 def test_failed_runs_are_named_and_retried_and_alone_runs_run_by_themselves(
