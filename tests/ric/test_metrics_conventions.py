@@ -58,6 +58,12 @@ def test_the_ric_components(ric_stack: RicStack) -> None:
         text = r.read().decode()
     assert "# TYPE octoric_a1_sent_total counter" in text
     assert "# TYPE octoric_a1_sdl_healthy gauge" in text
+    # e2term's forwarding latency: a histogram (PromQL), its recent quantiles kept beside it
+    with OPEN.open(ric_stack.url("e2term_http_port", "/metrics"), timeout=5) as r:
+        fams = families(r.read().decode())
+    assert fams["octoric_e2term_forward_latency_seconds"].type == "histogram"
+    assert {0.0001, 0.001} <= set(buckets(fams["octoric_e2term_forward_latency_seconds"]))
+    assert fams["octoric_e2term_forward_latency_seconds_quantile"].type == "gauge"
 
 
 def test_the_occ_xapp_kpis_and_loop_latency() -> None:
