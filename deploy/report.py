@@ -406,7 +406,7 @@ def xapp_rows(
 
 
 def _handover_check(run_dir: Path) -> dict[str, Any] | None:
-    from octoric.experiments.handover_check import check_run
+    from octoric.deploy.handover_check import check_run
 
     try:
         return check_run(run_dir).to_json()
