@@ -282,8 +282,10 @@ class Dumbo(Experiment):
         runs = [o for c, o in zip(cases, outputs, strict=True) if c.part == "pulse"]
         out: dict[str, Any] = {"schemes": scheme_table(runs), "seeds": opts.seeds_or(SEEDS),
                                "runs": runs_json(runs)}  # fmt: skip
-        traces = self._cellular(opts)
-        if traces is not None:
+        if not opts.extra.get("no_cellular"):
+            # the traces as the cases name them: `octoric eval report` rebuilds this from
+            # runs.jsonl without the trace folder
+            traces = list(dict.fromkeys(c.row for c in cases if c.part == "cellular"))
             out["cellular"] = {"runs": nest(cases, outputs, "cellular"),
                                "seeds": opts.seeds_or(cell.SEEDS),
                                "duration_s": 20.0 if opts.quick else cell.DURATION_S,
