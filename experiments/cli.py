@@ -30,8 +30,8 @@ def _backend_options(e: argparse.ArgumentParser) -> None:
                        help="one run at a time in this process (no pool)")  # fmt: skip
     where.add_argument("--ray", metavar="ADDRESS",
                        help="run on Ray: 'auto' (the cluster `ray start` runs here), a head's "
-                       "address (HOST:6379, ray://HOST:10001), or 'local' (a cluster of "
-                       "--workers CPUs started on loopback and stopped at the end)")  # fmt: skip
+                       "address (HOST:6379), or 'local' (a cluster of --workers CPUs started "
+                       "for this command and stopped at its end)")  # fmt: skip
 
 
 def backend_of(args: argparse.Namespace) -> Backend:

@@ -61,8 +61,8 @@ def cores() -> int:
 @dataclass(frozen=True)
 class Backend:
     """Where runs execute. ``ray``: ``address`` is ``local`` (a cluster of ``workers`` CPUs
-    started here on loopback, stopped at the end), ``auto`` (the cluster ``ray start`` runs on
-    this machine) or a head's address (``host:6379``, ``ray://host:10001``)."""
+    started here, stopped at the end), ``auto`` (the cluster ``ray start`` runs on this
+    machine) or a head's address (``host:6379``)."""
 
     kind: Kind = "pool"
     workers: int = 1

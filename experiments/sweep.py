@@ -5,7 +5,7 @@ A sweep is a grid of runs (scenario x scheme x seed, in a fixed order); each run
 offline simulation (``Engine``) whose result is its summary without the wall-clock fields,
 plus a SHA-256 of that summary, so two sweeps compare run by run. The backends only decide
 where a run executes (experiments/runner.py, as for every ``octoric eval NAME``): ``pool`` is a
-local process pool; ``ray`` starts a local Ray cluster on loopback and runs each as a Ray task.
+local process pool; ``ray`` starts a local Ray cluster and runs each as a Ray task.
 A run depends on its spec alone (the engine's random streams come from its seed), so the
 results must be identical; ``--compare`` checks two sweeps' files against each other.
 """

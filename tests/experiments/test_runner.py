@@ -91,6 +91,7 @@ def test_a_toy_grid_is_the_same_on_the_pool_in_one_process_and_on_ray(
     assert "on a local Ray cluster with 2 CPUs" in (ray / "report.md").read_text()
 
 
+@pytest.mark.slow  # ~12 s on 2 idle cores (make test's budget); the toy's resume test is fast
 def test_morc_quick_gives_the_same_results_on_the_pool_as_in_one_process(tmp_path: Path) -> None:
     serial, pool = tmp_path / "serial", tmp_path / "pool"
     assert _eval("morc", "--quick", "--no-plots", "--serial", "--out", str(serial)) == 0
