@@ -37,6 +37,8 @@ MAX_UES = 8  # per-UE panels drawn
 MAX_POINTS = 1200  # per line in a figure (a long run is thinned; report.json keeps them all)
 SCHEME_NAMES = {"occ": "OCC-fed", "gcc": "GCC", "gcc+octopus": "GCC + Octopus dropper"}
 STYLE = {"occ": "-", "gcc": "--"}
+# a UE's colour, as on the dashboard (dashboard.html's PALETTE)
+PALETTE = ("#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#db2777", "#0891b2", "#65a30d")
 VERSIONS_OF = ("octoric", "ricxappframe", "numpy", "matplotlib", "aiohttp", "plotly")
 
 
@@ -75,6 +77,7 @@ class FlowRow:
 
     flow: int
     name: str  # "UE 1000"
+    ue: int  # its AMF-UE-NGAP-ID
     scheme: str
     handovers: int
     throughput_mbps: float | None  # decoded video bitrate
@@ -207,6 +210,10 @@ def _scheme_of_ue(summary: dict[str, Any]) -> dict[int, str]:
     return out
 
 
+def ue_colour(ue: int) -> str:
+    return PALETTE[ue % len(PALETTE)]
+
+
 def scheme_label(scheme: str) -> str:
     return SCHEME_NAMES.get(scheme, scheme)
 
@@ -232,6 +239,7 @@ def flow_rows(summary: dict[str, Any]) -> list[FlowRow]:
         out.append(
             FlowRow(
                 flow=int(f.get("flow", len(out))),
+                ue=amf.get(i, i),
                 name=name,
                 scheme=str(f.get("scheme", "")),
                 handovers=int(u.get("handovers") or 0),
@@ -484,6 +492,7 @@ def cdf_figure(summary: dict[str, Any], which: str) -> Figure | None:
                 list(vals),
                 [p / 100 for p in pct],
                 style=STYLE.get(scheme, "-."),
+                color=ue_colour(r.ue),
             )
         )
     if not series:
@@ -568,9 +577,13 @@ def drops_figure(series: list[dict[str, Any]], schemes: dict[int, str]) -> Figur
     for d in by_flow.values():
         name = f"UE {d['ue']}"
         if any(v for v in d["oct"]):
-            out.append(Series(f"{name} Octopus", d["t"], d["oct"]))
+            out.append(Series(f"{name} Octopus", d["t"], d["oct"], color=ue_colour(int(d["ue"]))))
         if any(v for v in d["q"]):
-            out.append(Series(f"{name} queue full", d["t"], d["q"], style=":"))
+            out.append(
+                Series(
+                    f"{name} queue full", d["t"], d["q"], style=":", color=ue_colour(int(d["ue"]))
+                )
+            )
     if not out:
         return None
     return Figure(
@@ -640,8 +653,11 @@ def _draw(fig_data: Figure) -> Any:
             ax.set_ylim(-0.6, len(names) - 0.4)  # room for the tall ticks of the first and last
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
-    for ax in axes[-1]:
-        ax.set_xlabel(fig_data.x_label, fontsize=8)
+    for c in range(cols):  # the lowest panel drawn in each column carries the x axis
+        col = [ax for ax in axes[:, c] if ax.get_visible()]
+        if col:
+            col[-1].xaxis.set_tick_params(labelbottom=True)
+            col[-1].set_xlabel(fig_data.x_label, fontsize=8)
     first = axes.flat[0]
     many = sum(len(p.series) for p in fig_data.panels[:1]) > 6
     if fig_data.categorical_y or many:
