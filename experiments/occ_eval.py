@@ -782,6 +782,13 @@ class OccEval(Experiment):
         return run_case(self._case(case, opts), case.scheme, self._duration(opts), case.seed,
                         self._options(opts))  # fmt: skip
 
+    def run_options(self, opts: RunOptions) -> dict[str, Any]:
+        """Not the options that only pick the cases or the plots: a run of a 25-minute
+        evaluation is reused when they change."""
+        picks = ("only", "scheme", "routes", "no_contention", "seed", "timeseries")
+        extra = {k: v for k, v in opts.extra.items() if k not in picks}
+        return {**super().run_options(opts), "extra": extra}
+
     def encode(self, output: Any) -> Any:
         return asdict(output)  # with the frame latencies, which the CDF plots read
 
