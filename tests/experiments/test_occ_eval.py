@@ -33,7 +33,8 @@ def test_eval_occ_writes_results_table_and_plots(
             "--timeseries", "synthetic", "--routes", "blockage", "--seeds", "2"]  # fmt: skip
     assert main(args) == 0
     cap = capsys.readouterr()
-    assert "[eval] 24/24 route-blockage occ-ext seed 2" in cap.err  # progress on stderr
+    # progress on stderr, a line per run as it finishes (on the pool: in any order)
+    assert "[eval] 24/24 done " in cap.err and " route-blockage occ-ext seed 2\n" in cap.err
     assert "| synthetic | occ | 2 |" in cap.out  # the means over seeds ...
     assert "| synthetic | occ | 1 |" in cap.out  # ... and every run
     assert "| claim | paper | accepted (±30 % of the effect) |" in cap.out  # the paper's claims
