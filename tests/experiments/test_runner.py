@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit.listeners import process_tree
 from testkit.toy_experiment import TOY, register_toy
 
 from octoric.cli import main
@@ -105,23 +106,6 @@ def test_morc_quick_gives_the_same_results_on_the_pool_as_in_one_process(tmp_pat
     assert _results(pool) == doc and (pool / "report.md").read_text() == report
 
 
-def _descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(d.name))
-    found, todo = set(), [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            found.add(c)
-            todo.append(c)
-    return found
-
-
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -144,7 +128,7 @@ def _interrupt(args: list[str], out: Path, sig: signal.Signals,
         while len(_records(out)) < after:
             assert p.poll() is None and time.monotonic() < deadline, "no runs finished"
             time.sleep(0.05)
-        started = _descendants(p.pid)
+        started = process_tree(p.pid) - {p.pid}
         p.send_signal(sig)
         _, err = p.communicate(timeout=60)
     finally:
