@@ -26,6 +26,7 @@ import signal
 import socket
 import sys
 import time
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
@@ -74,11 +75,18 @@ class Backend:
 
 @dataclass
 class Done:
-    """One task's end: its index in the submitted list, and its value or its error."""
+    """One task's end: its index in the submitted list, and its value or its error (one
+    line, and its traceback)."""
 
     index: int
     value: Any = None
     error: str | None = None
+    traceback: str = ""
+
+
+def _failed(index: int, e: BaseException, summary: str | None = None) -> Done:
+    detail = "".join(traceback.format_exception(e))
+    return Done(index, error=summary or f"{type(e).__name__}: {e}".strip(), traceback=detail)
 
 
 def execute(fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]],
@@ -95,16 +103,12 @@ def execute(fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]],
     return _ray(fn, tasks, backend)
 
 
-def _error(e: BaseException) -> str:
-    return f"{type(e).__name__}: {e}".strip()
-
-
 def _serial(fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]]) -> Iterator[Done]:
     for i, t in enumerate(tasks):
         try:
             value = fn(*t)
         except Exception as e:  # a failed run is reported with its case; the others go on
-            yield Done(i, error=_error(e))
+            yield _failed(i, e)
         else:
             yield Done(i, value)
 
@@ -135,8 +139,8 @@ def _pool(fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]],
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for f in sorted(finished, key=index.__getitem__):
-                e = f.exception()
-                yield Done(index[f], error=_error(e)) if e else Done(index[f], f.result())
+                e = f.exception()  # its traceback in the worker is its __cause__
+                yield _failed(index[f], e) if e else Done(index[f], f.result())
     finally:
         ex.shutdown(wait=False, cancel_futures=True)
         # runs still in flight would hold the command (and its exit) until they end
@@ -202,10 +206,10 @@ def _ray(fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]],
                     yield Done(refs[ref], ray.get(ref))
                 except RayTaskError as e:  # the run's own exception, without Ray's wrapping
                     cause = e.cause or e
-                    how = _ray_error if isinstance(cause, RayError) else _error
-                    yield Done(refs[ref], error=how(cause))
+                    summary = _ray_error(cause) if isinstance(cause, RayError) else None
+                    yield replace(_failed(refs[ref], cause, summary), traceback=str(e))
                 except RayError as e:  # its worker died, its module is missing, ...
-                    yield Done(refs[ref], error=_ray_error(e))
+                    yield _failed(refs[ref], e, _ray_error(e))
     finally:
         # a local cluster's shutdown ends its tasks with it; on a cluster of others', the
         # unfinished ones are interrupted. Not force=True: a task finishing as it is killed
@@ -400,7 +404,7 @@ def run(exp: Experiment, opts: RunOptions, backend: Backend,
                         continue
                     failures.append((c, d.error))
                     log.append({"kind": "failed", "key": keys[i], "case": case_json(c),
-                                "error": d.error})  # fmt: skip
+                                "error": d.error, "traceback": d.traceback})  # fmt: skip
                     progress.failed(c.what, d.error)
             except KeyboardInterrupt:  # the workers are stopped by now (``execute``)
                 progress.line(f"[eval] interrupted: {progress.done} of {len(cases)} runs kept "

@@ -221,7 +221,9 @@ def test_failed_runs_are_named_and_retried_and_alone_runs_run_by_themselves(
     assert len(failed) == 4 and all(len(line) <= 80 for line in err.splitlines())
     assert "[eval] FAILED static pbe seed 1: ToyError: pbe asked to fail" in failed
     assert "4 of 12 runs failed" in err and not (tmp_path / "results.json").exists()
-    assert len(_records(tmp_path, "failed")) == 4
+    failures = _records(tmp_path, "failed")
+    assert len(failures) == 4  # with where each failed, from the worker
+    assert all("in run_case" in f["traceback"] and "ToyError" in f["traceback"] for f in failures)
     # --fail is an option of the runs (in their key): a run without it redoes all, alone
     # runs after the others, in this process, one at a time
     assert _eval(*args) == 0
