@@ -270,7 +270,9 @@ def case_json(case: Case) -> dict[str, Any]:
 
 
 def options_json(opts: RunOptions) -> dict[str, Any]:
-    return {"quick": opts.quick, "seeds": opts.seeds, "traces": opts.traces,
+    """The command's options as runs.jsonl keeps them; the trace folder as this command found
+    it ($OCTORIC_TRACES too), so a rebuilt report names the same one."""
+    return {"quick": opts.quick, "seeds": opts.seeds, "traces": str(opts.traces_path),
             "plots": opts.plots, "extra": opts.extra}  # fmt: skip
 
 
