@@ -213,7 +213,7 @@ def runner_line(runner: dict[str, Any]) -> str:
     """The report's last line: where its runs ran (experiments/runner.py's ``Backend``)."""
     kind, n, address = runner["backend"], runner["workers"], runner.get("address")
     where = {"serial": "in one process, one run at a time",
-             "pool": f"on a local process pool of {n} workers",
+             "pool": f"on a local process pool of {n} worker{'s' if n != 1 else ''}",
              "ray": f"on {'a local Ray cluster' if address == 'local' else f'Ray at {address}'} "
                     f"with {n} CPUs"}[kind]  # fmt: skip
     resumed = f", {runner['resumed']} of them by an earlier command" if runner["resumed"] else ""
