@@ -31,7 +31,6 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from functools import cache
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -280,7 +279,6 @@ def options_from(d: dict[str, Any], out: Path) -> RunOptions:
     return RunOptions(out, d["quick"], d["seeds"], d["traces"], d["plots"], d["extra"])
 
 
-@cache
 def code_version() -> str:
     """A hash of octoric's Python sources (the package and the areas it links): a run made by
     other code is another run."""
@@ -297,11 +295,12 @@ def code_version() -> str:
     return h.hexdigest()[:16]
 
 
-def run_key(exp: Experiment, case: Case, opts: RunOptions) -> str:
+def run_key(exp: Experiment, case: Case, opts: RunOptions, code: str) -> str:
     """A run's key in ``runs.jsonl``: the experiment, the case, the options its output depends
-    on and the code; a changed option or source gives new keys, so no stale run is reused."""
+    on and the code (``code_version``); a changed option or source gives new keys, so no
+    stale run is reused."""
     what = {"experiment": exp.name, "case": case_json(case), "options": exp.run_options(opts),
-            "code": code_version()}  # fmt: skip
+            "code": code}  # fmt: skip
     blob = json.dumps(what, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:32]
 
@@ -371,7 +370,8 @@ def run(exp: Experiment, opts: RunOptions, backend: Backend,
     there, report.md, results.json and the PNGs."""
     validate(exp, opts)
     cases = exp.cases(opts)
-    keys = [run_key(exp, c, opts) for c in cases]
+    code = code_version()  # once: the sources as this command starts
+    keys = [run_key(exp, c, opts, code) for c in cases]
     log = RunLog(opts.out)
     have = log.finished()
     todo = [i for i, k in enumerate(keys) if k not in have]

@@ -189,7 +189,7 @@ def test_ctrl_c_stops_a_local_ray_cluster(tmp_path: Path) -> None:
 
 
 def test_a_changed_option_or_code_reuses_no_run_and_more_seeds_reuse_the_first(
-    tmp_path: Path, toy: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, toy: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = str(tmp_path)
     assert _eval("toy", "--seeds", "1", "--serial", "--out", out) == 0
@@ -200,14 +200,14 @@ def test_a_changed_option_or_code_reuses_no_run_and_more_seeds_reuse_the_first(
     assert "already in" not in capsys.readouterr().err
     assert len(_records(tmp_path)) == 6 + 6 + 12
     opts = RunOptions(tmp_path, extra={"duration": 1.0})
+    code = runner.code_version()
     c = Case("runs", "static", "gcc", 1)
-    assert run_key(TOY, c, opts) == run_key(TOY, Case("runs", "static", "gcc", 1, "x"), opts)
-    assert run_key(TOY, c, opts) != run_key(TOY, Case("runs", "static", "gcc", 2), opts)
+    key = run_key(TOY, c, opts, code)
+    assert key == run_key(TOY, Case("runs", "static", "gcc", 1, "x"), opts, code)
+    assert key != run_key(TOY, Case("runs", "static", "gcc", 2), opts, code)
     quick = RunOptions(tmp_path, quick=True, extra={"duration": 1.0})
-    assert run_key(TOY, c, opts) != run_key(TOY, c, quick)
-    key = run_key(TOY, c, opts)
-    monkeypatch.setattr(runner, "code_version", lambda: "other sources")
-    assert run_key(TOY, c, opts) != key
+    assert key != run_key(TOY, c, quick, code)
+    assert key != run_key(TOY, c, opts, "other sources")
 
 
 def test_failed_runs_are_named_and_retried_and_alone_runs_run_by_themselves(
