@@ -52,6 +52,15 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
+# the Chromium WebRTC call's camera clip (sim/chromium/call.py makes a Y4M from opencv-doc's
+# Megamind.avi with ffmpeg on first use, cached in ~/.cache/octoric; never committed)
+.PHONY: webrtc-clip
+webrtc-clip:
+	@{ command -v ffmpeg >/dev/null && [ -f /usr/share/doc/opencv-doc/examples/data/Megamind.avi ]; } || { \
+	  echo "installing ffmpeg and opencv-doc from Debian (needs root)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq ffmpeg opencv-doc >/dev/null; }
+
 # the live metrics test's server: Debian's Prometheus (tests/core/test_prometheus_live.py starts
 # its own on a free loopback port; the package's system service is not needed by octoric)
 .PHONY: prometheus
@@ -109,7 +118,7 @@ cxx:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(CXX_PKGS) >/dev/null; fi
 
-test-all: setup browser prometheus cxx images
+test-all: setup browser webrtc-clip prometheus cxx images
 	@command -v valgrind >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; }
 	$(PY) -m octoric.testrun --all $(PYTEST_ARGS)
 
