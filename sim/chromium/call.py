@@ -111,9 +111,7 @@ class _Child:
 class CallProcesses:
     """The call's processes, each in a session of its own, all ended by ``close``."""
 
-    def __init__(self, sim: LiveSim, out: Path) -> None:
-        assert sim.real is not None
-        self.ns = sim.real.ns
+    def __init__(self, out: Path) -> None:
         self.out = out
         self.children: list[_Child] = []
 
@@ -121,7 +119,7 @@ class CallProcesses:
                     stdout_pipe: bool = False) -> asyncio.subprocess.Process:  # fmt: skip
         log = (self.out / f"{name}.log").open("wb")
         proc = await asyncio.create_subprocess_exec(
-            *self.ns.exec_argv(netns, argv),
+            "ip", "netns", "exec", netns, *argv,
             stdout=asyncio.subprocess.PIPE if stdout_pipe else log, stderr=log,
             stdin=asyncio.subprocess.DEVNULL, start_new_session=True,
             preexec_fn=die_with_parent(),
@@ -191,35 +189,33 @@ async def _wait_file(path: Path, timeout: float, procs: list[asyncio.subprocess.
     return True
 
 
-async def chromium_call(sim: LiveSim, arm: str, seconds: float, out: Path,
-                        feedback_port: int = 9100, ue: int = 0) -> dict[str, Any]:  # fmt: skip
-    """One call of ``seconds`` on ``sim``'s real UE ``ue``; its files go to ``out``."""
+async def run_call(server_ns: str, ue_ns: str, arm: str, seconds: float, out: Path,
+                   feedback_port: int = 9100,
+                   sender_page: str = "sender.html") -> dict[str, Any]:  # fmt: skip
+    """One call of ``seconds`` between the server namespace and a real UE's (of a live run
+    already up); its files go to ``out``; returns ``summarize``'s figures and how it ended.
+    ``sender_page``: another page the page server serves (``occ-rate-example.html``, which
+    records nothing: the call then ends when the receiver's does)."""
     if arm not in ARMS:
         raise ValueError(f"arm {arm!r}: one of {', '.join(ARMS)}")
-    assert sim.real is not None
     clip = ensure_clip()
     out.mkdir(parents=True, exist_ok=True)
-    ns = sim.real.ns
-    srv_ns, ue_ns = ns.server_ns, ns.ue_ns[ue]
-    for n in (srv_ns, ue_ns):
+    for n in (server_ns, ue_ns):
         _default_route(n)
     origin = f"http://{SERVER_ADDR}:{PAGE_PORT}"
-    q = (
-        f"seconds={seconds:g}&arm={arm.removeprefix('chromium-')}"
-        f"&width={WIDTH}&height={HEIGHT}&fps={FPS}&min_bps={MIN_BPS}"
-    )
-    procs = CallProcesses(sim, out)
-    status0 = sim.real.status()
+    q = (f"seconds={seconds:g}&arm={arm.removeprefix('chromium-')}"
+         f"&width={WIDTH}&height={HEIGHT}&fps={FPS}&min_bps={MIN_BPS}")  # fmt: skip
+    procs = CallProcesses(out)
     t0 = time.time()
+    ok = False
     try:
-        ps = await procs.start("pageserver", srv_ns, [
+        ps = await procs.start("pageserver", server_ns, [
             sys.executable, "-m", "octoric.sim.chromium.pageserver", "--out", str(out),
             "--port", str(PAGE_PORT), "--feedback-port", str(feedback_port)])  # fmt: skip
         if not await _wait_file(out / "pageserver-ready", 20, [ps]):
-            raise RuntimeError(
-                f"the page server did not start: {(out / 'pageserver.log').read_text()}"
-            )
-        for name, n in (("sniff-server", srv_ns), ("sniff-ue", ue_ns)):
+            why = (out / "pageserver.log").read_text()
+            raise RuntimeError(f"the page server did not start: {why}")
+        for name, n in (("sniff-server", server_ns), ("sniff-ue", ue_ns)):
             argv = [sys.executable, "-m", "octoric.sim.chromium.sniff",
                     "--out", str(out / f"{name}.txt")]  # fmt: skip
             p = await procs.start(name, n, argv, stdout_pipe=True)
@@ -227,27 +223,42 @@ async def chromium_call(sim: LiveSim, arm: str, seconds: float, out: Path,
             await asyncio.wait_for(p.stdout.readline(), 10)
         rcv = await procs.start("chromium-receiver", ue_ns, chromium_argv(
             out / "profile-receiver", origin, f"{origin}/receiver.html?{q}", None))  # fmt: skip
-        snd = await procs.start("chromium-sender", srv_ns, chromium_argv(
-            out / "profile-sender", origin, f"{origin}/sender.html?{q}", clip))  # fmt: skip
+        snd = await procs.start("chromium-sender", server_ns, chromium_argv(
+            out / "profile-sender", origin, f"{origin}/{sender_page}?{q}", clip))  # fmt: skip
         budget = seconds + 40.0  # start-up on a loaded 2-core machine, then the call
-        ok = await _wait_file(out / "done-sender", budget, [ps, snd, rcv])
-        ok = ok and await _wait_file(out / "done-receiver", 10.0, [ps, snd, rcv])
+        if sender_page == "sender.html":
+            ok = await _wait_file(out / "done-sender", budget, [ps, snd, rcv])
+            ok = ok and await _wait_file(out / "done-receiver", 10.0, [ps, snd, rcv])
+        else:
+            ok = await _wait_file(out / "done-receiver", budget, [ps, snd, rcv])
         await asyncio.sleep(0.5)  # the last packets through the cell before the sniffers stop
     finally:
         left = await procs.close()
-    status1 = sim.real.status()
     res = summarize(out, arm)
     res.update({
         "completed": ok, "processes_left": left, "wall_s": round(time.time() - t0, 1),
         "settings": {"width": WIDTH, "height": HEIGHT, "fps": FPS, "clip": clip.name,
                      "seconds": seconds, "min_bps": MIN_BPS},
-        "cell": {"delivered_bytes": status1["ues"][ue]["delivered_bytes"]
-                 - status0["ues"][ue]["delivered_bytes"],
-                 "tail_dropped_packets": status1["ues"][ue]["tail_dropped_packets"]
-                 - status0["ues"][ue]["tail_dropped_packets"],
-                 "feedback_relayed": status1["feedback_relayed"] - status0["feedback_relayed"],
-                 "scheduling_error_us": status1["scheduling_error_us"]},
     })  # fmt: skip
+    (out / "call.json").write_text(json.dumps(res, indent=1))
+    return res
+
+
+async def chromium_call(sim: LiveSim, arm: str, seconds: float, out: Path,
+                        feedback_port: int = 9100, ue: int = 0) -> dict[str, Any]:  # fmt: skip
+    """``run_call`` on ``sim``'s real UE ``ue``, with what the cell counted during the call."""
+    assert sim.real is not None
+    st0 = sim.real.status()
+    res = await run_call(sim.real.ns.server_ns, sim.real.ns.ue_ns[ue], arm, seconds, out,
+                         feedback_port)  # fmt: skip
+    st1 = sim.real.status()
+    u0, u1 = st0["ues"][ue], st1["ues"][ue]
+    res["cell"] = {
+        "delivered_bytes": u1["delivered_bytes"] - u0["delivered_bytes"],
+        "tail_dropped_packets": u1["tail_dropped_packets"] - u0["tail_dropped_packets"],
+        "feedback_relayed": st1["feedback_relayed"] - st0["feedback_relayed"],
+        "scheduling_error_us": st1["scheduling_error_us"],
+    }
     (out / "call.json").write_text(json.dumps(res, indent=1))
     return res
 
@@ -369,3 +380,47 @@ def summarize(out: Path, arm: str) -> dict[str, Any]:
             round(sum(t <= m for t, m in capped) / len(capped), 3) if capped else None
         )
     return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m octoric.sim.chromium.call``: one call against a run that is up."""
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        description="One Chromium WebRTC call across a running emulated cell (root)."
+    )
+    ap.add_argument(
+        "--status",
+        type=Path,
+        help="the run's sim-status.json (`octoric run --set sim.real_ues=1`): "
+        "the namespaces are read from its live.real_ue",
+    )
+    ap.add_argument("--server-ns", help="the server namespace (instead of --status)")
+    ap.add_argument("--ue-ns", help="the UE's namespace (instead of --status)")
+    ap.add_argument("--ue", type=int, default=0, help="which real UE of --status (0: the first)")
+    ap.add_argument("--arm", choices=ARMS, default="chromium-occ")
+    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--feedback-port", type=int, default=9100)
+    ap.add_argument("--out", type=Path, required=True, help="the call's folder")
+    ap.add_argument(
+        "--sender-page",
+        default="sender.html",
+        help="the sender's page (occ-rate-example.html: docs/occ.md's example)",
+    )
+    a = ap.parse_args(argv)
+    server_ns, ue_ns = a.server_ns, a.ue_ns
+    if a.status is not None:
+        st = json.loads(a.status.read_text())
+        real = st.get("live", st)["real_ue"]  # the live status file, or a run's summary
+        server_ns, ue_ns = real["server"]["netns"], real["ues"][a.ue]["netns"]
+    if not server_ns or not ue_ns:
+        ap.error("give --status, or --server-ns and --ue-ns")
+    res = asyncio.run(
+        run_call(server_ns, ue_ns, a.arm, a.seconds, a.out, a.feedback_port, a.sender_page)
+    )
+    print(json.dumps(res, indent=1))
+    return 0 if res["completed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -3,10 +3,11 @@
     ip netns exec SERVER_NS python -m octoric.sim.chromium.pageserver --out RUN_DIR \\
         --port 8080 --feedback-port 9100
 
-It serves the sender and receiver pages (``web/``) and the OCC rate module
-(``examples/occ-rate.js``), relays the pages' signalling between the two roles over a
-WebSocket each (``/signal/sender``, ``/signal/receiver``: a message from one goes to the
-other, queued until it connects), and writes what the pages post into ``RUN_DIR``:
+It serves the sender and receiver pages (``web/``), the OCC rate module
+(``examples/occ-rate.js``) and its minimal example page (``examples/occ-rate-example.html``),
+relays the pages' signalling between the two roles over a WebSocket each (``/signal/sender``,
+``/signal/receiver``: a message from one goes to the other, queued until it connects), and
+writes what the pages post into ``RUN_DIR``:
 
 - ``sender-stats.jsonl`` / ``receiver-stats.jsonl``: one getStats() sample per line;
 - ``pages.log``: the pages' own messages and errors;
@@ -58,6 +59,7 @@ class PageServer:
         app = web.Application()
         app.router.add_get("/", self.index)
         app.router.add_get("/occ-rate.js", self.occ_rate_js)
+        app.router.add_get("/occ-rate-example.html", self.occ_rate_example)
         app.router.add_get("/signal/{role}", self.signal)
         app.router.add_post("/stats/{role}", self.stats)
         app.router.add_post("/log/{role}", self.log)
@@ -71,6 +73,9 @@ class PageServer:
 
     async def occ_rate_js(self, _: web.Request) -> web.FileResponse:
         return web.FileResponse(OCC_RATE_JS, headers={"Content-Type": "text/javascript"})
+
+    async def occ_rate_example(self, _: web.Request) -> web.FileResponse:
+        return web.FileResponse(OCC_RATE_JS.parent / "occ-rate-example.html")
 
     def _role(self, req: web.Request) -> str:
         role = req.match_info["role"]
