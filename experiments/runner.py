@@ -169,8 +169,11 @@ def connected(backend: Backend) -> Iterator[Backend]:
 
 def ray_connect(backend: Backend) -> int:
     """Join (or start, for ``local``) the Ray cluster; its CPUs."""
-    import ray
-
+    try:
+        import ray
+    except ImportError:
+        raise OctoricError("--ray needs Ray in this Python: make setup installs it "
+                           "(requirements.lock)") from None  # fmt: skip
     if not ray.is_initialized():
         quiet: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
         if backend.address == "local":
@@ -180,9 +183,26 @@ def ray_connect(backend: Backend) -> int:
             ray.init(address="local", num_cpus=backend.workers, include_dashboard=False,
                      _node_ip_address="127.0.0.1", **quiet)  # fmt: skip
         else:
-            ray.init(address=backend.address, **quiet)
+            _reachable(backend.address or "auto")
+            try:
+                ray.init(address=backend.address, **quiet)
+            except ConnectionError as e:
+                raise OctoricError(f"--ray {backend.address}: {e} (experiments/README.md, "
+                                   "\"On an existing Ray cluster\")") from None  # fmt: skip
     cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]
     return int(cpus)
+
+
+def _reachable(address: str) -> None:
+    """Refuse a head nothing answers at: Ray would retry for minutes, a line of warnings
+    every few seconds."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto": Ray finds the cluster on this machine
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as e:
+        raise OctoricError(f"--ray {address}: no Ray head answers there ({e})") from None
 
 
 def _ray(fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]],

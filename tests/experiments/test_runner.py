@@ -13,6 +13,7 @@ import json
 import os
 import pickle
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -279,3 +280,15 @@ def test_a_folder_without_finished_runs_is_refused(
     assert "4 of 12 runs not finished" in capsys.readouterr().err
     (tmp_path / RUNS).write_text("")
     assert _eval("report", str(tmp_path)) != 0
+
+
+def test_a_ray_head_that_does_not_answer_is_refused_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as s:  # a port nothing listens on once closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "out"
+    assert _eval("morc", "--quick", "--ray", f"127.0.0.1:{port}", "--out", str(out)) == 1
+    assert f"--ray 127.0.0.1:{port}: no Ray head answers there" in capsys.readouterr().err
+    assert not out.exists()
