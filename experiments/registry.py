@@ -4,8 +4,15 @@ no plugin discovery, so the set of papers stays readable (as ``sim/cc``'s scheme
 
 from __future__ import annotations
 
-from octoric.experiments import dumbo_eval, morc_eval, occ_eval, sec23_eval, ton22_eval
+from octoric.experiments import (
+    dumbo_eval,
+    morc_eval,
+    occ_eval,
+    sec23_eval,
+    ton22_eval,
+    webrtc_eval,
+)  # fmt: skip
 from octoric.experiments.experiment import EXPERIMENTS, Experiment
 
 __all__ = ["EXPERIMENTS", "Experiment", "dumbo_eval", "morc_eval", "occ_eval", "sec23_eval",
-           "ton22_eval"]  # fmt: skip
+           "ton22_eval", "webrtc_eval"]  # fmt: skip

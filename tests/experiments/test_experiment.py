@@ -18,7 +18,7 @@ pytestmark = pytest.mark.unit
 
 
 def test_every_paper_is_registered_with_the_same_options(tmp_path: Path) -> None:
-    assert set(EXPERIMENTS) == {"occ", "dumbo", "morc", "ton22", "sec23"}
+    assert set(EXPERIMENTS) == {"occ", "dumbo", "morc", "ton22", "sec23", "webrtc"}
     parser = build_parser()
     for name in EXPERIMENTS:
         args = parser.parse_args(["eval", name, "--quick", "--seeds", "2", "--traces", "T",

@@ -1,0 +1,47 @@
+"""`octoric eval webrtc --quick` (issue #47): a real Chromium call across the emulated cell (a
+constant 10 Mbit/s cell, 20 s) and the simulator's GCC model on the same cell and seed; the
+report puts them side by side. Root (namespaces), Chromium, ffmpeg and opencv-doc; slow:
+``make test-all``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from octoric.cli import main
+from octoric.sim.chromium.call import unavailable_reason as chromium_unavailable
+from octoric.sim.realue.netns import unavailable_reason
+
+pytestmark = [
+    pytest.mark.integration, pytest.mark.slow, pytest.mark.netns,
+    pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason())),
+    pytest.mark.skipif(chromium_unavailable() is not None, reason=str(chromium_unavailable())),
+]  # fmt: skip
+
+
+def test_eval_webrtc_quick_reports_chromium_beside_the_model(tmp_path: Path) -> None:
+    run = tmp_path / "webrtc"
+    assert main(["eval", "webrtc", "--quick", "--out", str(run)]) == 0
+    report = (run / "report.md").read_text()
+    assert "| constant-10mbps | `chromium-gcc` |" in report
+    assert "| constant-10mbps | `gcc` |" in report
+    assert (run / "eval-webrtc.png").stat().st_size > 10_000
+    data = json.loads((run / "results.json").read_text())
+    chromium, model = (data["runs"]["constant-10mbps"][a][0] for a in ("chromium-gcc", "gcc"))
+    for r in (chromium, model):
+        assert r["completed"], r
+        # a 640x360 VP8 stream cannot fill a 10 Mbit/s cell, but it uses some of it
+        assert 0.02 < r["utilization"] < 0.6, r
+        # one way: at least the 10 ms wired delay
+        assert 10.0 <= r["network_p50_ms"] <= r["network_p99_ms"], r
+        assert r["received_kbps"] > 100, r
+    assert chromium["frames_decoded"] >= 0.8 * chromium["frames_sent"] > 0, chromium
+    assert chromium["cpu_limited"] < 0.05, chromium
+    # the call's processes and the run's namespaces are gone
+    assert chromium["processes_left"] == []
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"octoric-{os.getpid()}." not in left
