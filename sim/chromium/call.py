@@ -70,7 +70,7 @@ def ensure_clip(width: int = WIDTH, height: int = HEIGHT, fps: int = FPS) -> Pat
     if why is not None:
         raise ChromiumUnavailable(why)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp.y4m")
+    tmp = out.with_suffix(f".{os.getpid()}.tmp.y4m")  # two first uses at once: one wins
     vf = f"scale={width}:-2,crop={width}:{height},fps={fps}"
     r = subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-i", str(CLIP_SOURCE), "-t", "8",
                         "-vf", vf, "-pix_fmt", "yuv420p", str(tmp)],
