@@ -18,13 +18,16 @@ import urllib.request
 from typing import Any
 
 from octoric.config import A1PolicyConfig
+from octoric.contracts import a1
+from octoric.contracts.schemas import OCTOPUS_POLICY_TYPE_ID, OCTOPUS_POLICY_TYPE_NAME
 from octoric.errors import OctoricError
 from octoric.supervisor import RunContext
 
 log = logging.getLogger("octoric.a1-policies")
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-# the xApp that serves each policy type octoric knows
-SERVED_BY = {30500: "octopus"}
+# the policy types octoric knows, by name, and the xApp that serves each
+TYPE_IDS = {OCTOPUS_POLICY_TYPE_NAME: OCTOPUS_POLICY_TYPE_ID}
+SERVED_BY = {OCTOPUS_POLICY_TYPE_ID: "octopus"}
 POLL_S = 2.0
 
 
@@ -44,11 +47,18 @@ def _call(method: str, url: str, token: str, body: Any = None) -> tuple[int, Any
             return e.code, raw[:300].decode(errors="replace")
 
 
+def type_id(p: A1PolicyConfig) -> int | None:
+    """The policy type id a configured policy names (by name or as a number); None: unknown."""
+    if p.type in TYPE_IDS:
+        return TYPE_IDS[p.type]
+    return int(p.type) if p.type.isdigit() else None
+
+
 class A1PoliciesComponent:
     name = "a1-policies"
 
     def __init__(self, policies: list[A1PolicyConfig], enabled_xapps: list[str]) -> None:
-        self.policies = [p for p in policies if SERVED_BY.get(p.type) in enabled_xapps]
+        self.policies = [p for p in policies if SERVED_BY.get(type_id(p) or -1) in enabled_xapps]
         self.skipped = [p.id for p in policies if p not in self.policies]
         self.enforce: dict[str, str] = {}  # policy id -> enforceStatus (or the PUT's error)
         self.reasons: dict[str, Any] = {}
@@ -57,7 +67,7 @@ class A1PoliciesComponent:
         self._poll: asyncio.Task[None] | None = None
 
     def _url(self, p: A1PolicyConfig) -> str:
-        return f"{self._base}/A1-P/v2/policytypes/{p.type}/policies/{p.id}"
+        return self._base + a1.policy_path(type_id(p) or p.type, p.id)  # known: see __init__
 
     async def start(self, ctx: RunContext) -> None:
         if not self.policies:
@@ -72,7 +82,7 @@ class A1PoliciesComponent:
             if code not in (200, 201, 202):
                 raise OctoricError(f"a1 refused policy {p.id!r} (type {p.type}): {code} {body}")
             self.enforce[p.id] = "created"
-            log.info("A1 policy %s (type %d) created: %s", p.id, p.type, json.dumps(p.body))
+            log.info("A1 policy %s (type %s) created: %s", p.id, p.type, json.dumps(p.body))
         self._poll = asyncio.create_task(self._poll_status())
 
     async def _poll_status(self) -> None:

@@ -643,7 +643,7 @@ def _draw(fig_data: Figure) -> Any:
 
             ax.set_xscale("log")
             lo, hi = ax.get_xlim()
-            ticks = [t for t in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+            ticks = [t for t in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000)
                      if lo <= t <= hi]  # fmt: skip
             ax.xaxis.set_major_locator(FixedLocator(ticks))
             ax.xaxis.set_major_formatter(ScalarFormatter())

@@ -20,10 +20,12 @@ from pathlib import Path
 import requests
 from ricxappframe.xapp_frame import RMRXapp, rmr
 
+from octoric.contracts import kpm as K  # the KPM measurement names
+from octoric.contracts.message_types import RIC_INDICATION  # 12050
 from octoric.e2sm import kpm  # octoric's E2SM-KPM encoders (event trigger, action definition)
 from octoric.e2sm.indication import parse_ric_indication  # the OCC xApp's indication decoder
 
-MEASUREMENTS = ["RRU.PrbUsedDl", "OCC.McsDl", "DRB.UEThpDl", "OCC.DlBufferBytes"]
+MEASUREMENTS = [K.PRB_USED_DL, K.MCS_DL, K.UE_THP_DL, K.DL_BUFFER_BYTES]
 ap = argparse.ArgumentParser(description="print a gNB's KPM indications")
 ap.add_argument("meid", help="the gNB (`octoric ric nodes` lists them)")
 ap.add_argument("--rmr-port", type=int, default=4620)
@@ -63,15 +65,15 @@ def on_indication(xapp: RMRXapp, summary: dict, sbuf: object) -> None:
     per_ue = cols.values.mean(axis=2)  # UE x measurement, the mean over the report's granules
     for ue, row in zip(cols.ue_ids, per_ue, strict=True):
         m = dict(zip(cols.metrics, row, strict=True))
-        print(f"{meid} sn={ind.sn} ue={ue.amf_ue_ngap_id} prb={m['RRU.PrbUsedDl']:.1f} "
-              f"mcs={m['OCC.McsDl']:.0f} thp={m['DRB.UEThpDl'] / 1000:.2f}Mbit/s "
-              f"buffer={m['OCC.DlBufferBytes']:.0f}B", flush=True)  # fmt: skip
+        print(f"{meid} sn={ind.sn} ue={ue.amf_ue_ngap_id} prb={m[K.PRB_USED_DL]:.1f} "
+              f"mcs={m[K.MCS_DL]:.0f} thp={m[K.UE_THP_DL] / 1000:.2f}Mbit/s "
+              f"buffer={m[K.DL_BUFFER_BYTES]:.0f}B", flush=True)  # fmt: skip
     xapp.rmr_free(sbuf)
     received.release()
 
 
 xapp = RMRXapp(lambda xapp, summary, sbuf: xapp.rmr_free(sbuf), rmr_port=args.rmr_port)
-xapp.register_callback(on_indication, 12050)  # RIC_INDICATION
+xapp.register_callback(on_indication, RIC_INDICATION)
 xapp.run(thread=True)
 server = HTTPServer(("127.0.0.1", args.http_port), Outcome)
 threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -109,10 +109,11 @@ class SimConfig:
 @dataclass
 class A1PolicyConfig:
     """An A1 policy instance the run creates once its a1 is up, as an operator would
-    (``A1-P PUT /A1-P/v2/policytypes/{type}/policies/{id}``)."""
+    (``A1-P PUT /A1-P/v2/policytypes/{type}/policies/{id}``). ``type``: the policy type's
+    name (``octopus-drop-policy``, docs/octopus.md) or its id as a number."""
 
     id: str = "octopus-demo"
-    type: int = 30500  # octopus-drop-policy (docs/octopus.md)
+    type: str = "octopus-drop-policy"
     body: dict[str, Any] = field(default_factory=dict)
 
 

@@ -9,9 +9,9 @@ docstrings and comments may still name a number; code may not. What counts as a 
 - the feedback wire format: its RTCP identifiers (``b"REMB"``, ``b"OCCF"``), or a function or
   class that encodes, parses or listens for it;
 - an A1-P path (a string with ``/A1-P/``: ``contracts.a1`` builds them);
-- a list of KPM measurements: a tuple, list or set literal naming three or more of
-  ``contracts.kpm``'s measurement constants (``contracts.kpm`` names the sets: OCC_MEASUREMENTS,
-  OCC_ENGINE_INPUTS, STANDARD_MEASUREMENTS, UE_LEVEL).
+- a copy of a list of KPM measurements that ``contracts.kpm`` defines (OCC_MEASUREMENTS,
+  OCC_ENGINE_INPUTS, STANDARD_MEASUREMENTS, UE_LEVEL, ...): a tuple, list or set literal of its
+  measurement constants with the same members.
 """
 
 from __future__ import annotations
@@ -43,7 +43,15 @@ STRINGS = re.compile(
     r"""^[rbu]*["'](?:(?:RRU|OCC|DRB)\.[A-Za-z]+|1\.3\.6\.1\.4\.1\.53148\.[\d.]+|REMB|OCCF)["']$"""
 )
 A1_PATH = re.compile(r"""^[rbfuRBFU]*(?!"{3}|'{3})["'].*/A1-P/""")  # code, not a docstring
-MEASUREMENT_CONSTANTS = {k for k, v in vars(kpm).items() if k.isupper() and STRINGS.match(repr(v))}
+MEASUREMENT_CONSTANTS = {
+    k: v for k, v in vars(kpm).items() if k.isupper() and STRINGS.match(repr(v))
+}
+# the lists of measurements contracts.kpm defines (OCC_MEASUREMENTS, OCC_ENGINE_INPUTS, ...)
+MEASUREMENT_SETS = {
+    frozenset(v): k for k, v in vars(kpm).items()
+    if k.isupper() and isinstance(v, tuple | frozenset | dict) and len(v) >= 3
+    and all(isinstance(m, str) and m in MEASUREMENT_CONSTANTS.values() for m in v)
+}  # fmt: skip
 DEFINITIONS = re.compile(
     r"^\s*(?:def|class)\s+(\w*(?:parse_feedback|encode_\w*feedback|encode_remb|FeedbackListener)\w*)",
     re.M,
@@ -76,9 +84,9 @@ def copies_in(text: str) -> list[str]:
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.Tuple | ast.List | ast.Set):
             attrs = [e.attr for e in node.elts if isinstance(e, ast.Attribute)]
-            named = [a for a in attrs if a in MEASUREMENT_CONSTANTS]
-            if len(named) >= 3:
-                found.append(f"{node.lineno}: list of KPM measurements {', '.join(named)}")
+            named = frozenset(MEASUREMENT_CONSTANTS[a] for a in attrs if a in MEASUREMENT_CONSTANTS)
+            if len(named) == len(node.elts) and named in MEASUREMENT_SETS:
+                found.append(f"{node.lineno}: a copy of contracts.kpm.{MEASUREMENT_SETS[named]}")
     for m in DEFINITIONS.finditer(text):
         found.append(f"{text.count(chr(10), 0, m.start()) + 1}: feedback format {m.group(1)}")
     return found
@@ -104,8 +112,9 @@ def test_no_contract_is_written_outside_contracts() -> None:
         "def parse_feedback(data: bytes) -> int: ...\n",
         "class FeedbackListener: ...\n",
         'url = f"http://{host}:{port}/A1-P/v2/policytypes/30500"\n',
-        "NAMES = (K.PRB_USED_DL, K.PRB_AVAIL_DL,\n    K.ACTIVE_UES_DL)\n",
-        "wanted = [kpm.MCS_DL, kpm.UE_THP_DL, kpm.DL_BUFFER_BYTES]\n",
+        "STANDARD = (K.PRB_USED_DL, K.PRB_AVAIL_DL,\n    K.UE_THP_DL)\n",
+        "wanted = [kpm.PRB_USED_DL, kpm.MCS_DL, kpm.BITS_PER_PRB_DL, kpm.DL_BUFFER_BYTES,\n"
+        "          kpm.DL_ARRIVED_BYTES, kpm.UE_THP_DL]\n",
     ],
 )
 def test_the_scan_finds_a_copy(source: str) -> None:
@@ -115,8 +124,9 @@ def test_the_scan_finds_a_copy(source: str) -> None:
 def test_the_scan_leaves_prose_and_quantities_alone() -> None:
     text = '"""Sends RIC_INDICATION (12050) on port 8090 (PUT /A1-P/v2/...)."""\nRATE = 10_000\n'
     assert copies_in(text) == []
-    # two measurements side by side are a pair, not a list (degraded.py's per-UE pairs)
-    assert copies_in("pair = (K.PRB_USED_DL, K.MCS_DL)\nx = (a.b, c.d, e.f)\n") == []
+    # a list of one's own choosing is not a copy of a contract's (examples/kpm_subscriber.py)
+    mine = "MEASUREMENTS = [K.PRB_USED_DL, K.MCS_DL, K.UE_THP_DL, K.DL_BUFFER_BYTES]\n"
+    assert copies_in(mine + "pair = (K.PRB_USED_DL, K.MCS_DL)\nx = (a.b, c.d, e.f)\n") == []
 
 
 def test_contracts_hold_what_the_scan_looks_for() -> None:

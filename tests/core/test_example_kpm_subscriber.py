@@ -65,7 +65,9 @@ def test_doc_payloads_are_the_encoders_output() -> None:
     """The doc spells the subscription's bytes out; they are what the example sends."""
     body = _blocks("json")[0].split("\n", 1)[1]  # after the POST line
     sub = json.loads(body)
-    ns: dict[str, object] = {}
+    from octoric.contracts import kpm as names
+
+    ns: dict[str, object] = {"K": names}  # the example's measurement names
     src = EXAMPLE.read_text()
     exec(re.search(r"^MEASUREMENTS = .*$", src, re.M).group(0), ns)  # type: ignore[union-attr]
     measurements = ns["MEASUREMENTS"]
