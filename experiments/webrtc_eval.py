@@ -1,37 +1,49 @@
-"""``octoric eval webrtc``: Chromium's libwebrtc across the emulated cell beside the simulator's
-GCC model on the same trace and seed (issue #47, its model check; docs/emulated-cell.md, "A
-Chromium call").
+"""``octoric eval webrtc``: Chromium's libwebrtc across the emulated cell, with and without
+OCC's rate, beside the simulator's GCC model on the same trace and seed (issue #47;
+docs/emulated-cell.md, "A Chromium call").
 
 Per row (a constant 10 Mbit/s cell, then each Mahimahi LTE trace of ``--traces``) and seed:
 
-- ``chromium-gcc``: a live run of the cell with one real UE and a call between two headless
-  Chromium instances (``octoric.sim.chromium.call``; libwebrtc untouched, VP8 of a real clip at
-  640x360, 25 fps); no RIC (its E2 agents keep retrying: the call does not need one);
+- ``chromium-gcc``: a live run of the cell with one real UE, the RIC and the OCC xApp, and a
+  call between two headless Chromium instances (``octoric.sim.chromium.call``; libwebrtc
+  untouched, VP8 of a real clip at 640x360, 25 fps);
+- ``chromium-occ``: the same, the sender page capping its encoder at OCC's rate for the flow
+  (``examples/occ-rate.js``, ``maxBitrate``);
 - ``gcc``: the simulator's own GCC model with its video on the same cell, trace and seed, over
   the same length, its encoder's range set to what libwebrtc allows at that size (30 kbit/s
   to 1.7 Mbit/s, starting at 300 kbit/s as libwebrtc does).
 
 Metrics: the link's utilization (bytes delivered to the UE / the cell's capacity for it, over
-the call's window), the one-way network latency p50/p99 (Chromium: every media packet between
-the server's and the UE's TUN, kernel time stamps; the model: its packets from the sender to
-the UE), the p99 frame latency (the model only: getStats() has no per-frame capture time),
-the received bitrate and freezes (Chromium: getStats() ``freezeCount``; the model: frames later
-than 150 ms). No claims yet: the faithful-model part of issue #47 adds them. Chromium with
-OCC's rate needs the RIC and the OCC xApp in the loop (tests/sim/test_chromium_call.py does it)
-and is not an arm here yet.
+the call's media window), the one-way network latency p50/p99 (Chromium: every media packet
+between the server's and the UE's TUN, kernel time stamps; the model: its packets from the
+sender to the UE), the p99 frame latency (the model only: getStats() has no per-frame capture
+time), the received bitrate and freezes (Chromium: getStats() ``freezeCount``; the model:
+frames later than 150 ms), and for ``chromium-occ`` how often the page's cap was OCC's latest
+target. No claims yet: the later parts of issue #47 add them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import shutil
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from octoric.contracts import auth
+from octoric.deploy.xapp_env import xapp_environment
 from octoric.errors import OctoricError
 from octoric.experiments.claims import ClaimResult
 from octoric.experiments.experiment import Case, Experiment, RunOptions, grid, nest, register
+from octoric.lifeline import die_with_parent
+from octoric.redis_server import free_port
+from octoric.ric.stack import RicStack, free_pair, running_ric
 from octoric.sim.chromium.call import chromium_call, packet_latency
 from octoric.sim.chromium.call import unavailable_reason as chromium_unavailable
 from octoric.sim.engine import Engine
@@ -41,8 +53,11 @@ from octoric.sim.realue_harness import start_real
 from octoric.sim.scenario import ChannelSpec, FlowSpec, RanSpec, Scenario, UeSpec
 from octoric.sim.summary import build_summary
 from octoric.sim.video import WiredPathConfig
+from octoric.supervisor import stop_process_group
 
-SCHEMES = ("chromium-gcc", "gcc")
+SCHEMES = ("chromium-gcc", "chromium-occ", "gcc")
+FEEDBACK_PORT = 9100
+REPO = Path(__file__).resolve().parents[1]
 CONSTANT = "constant-10mbps"
 RTT_MS, UPLINK_MS, QUEUE_BYTES = 20.0, 4.0, 300_000
 # libwebrtc's range for one 640x360 VP8 stream (its start rate and default maximum)
@@ -67,14 +82,65 @@ def _path() -> WiredPathConfig:
     return WiredPathConfig(rtt_ms=RTT_MS)
 
 
-async def _chromium(row: str, traces: Path, seed: int, seconds: float, out: Path) -> dict[str, Any]:
-    flow = FlowSpec(traffic="real", scheme="gcc", path=_path(), uplink_ms=UPLINK_MS)
-    sc = scenario(row, traces, flow, seconds + 120.0)
-    sim, task = await start_real(sc, seed, LiveOptions(ric_port=9))  # port 9: nobody answers
+def _start_occ(stack: RicStack, tmp: Path) -> tuple[subprocess.Popen[bytes], Path, int]:
+    """The OCC xApp with its shipped configuration on free ports (as ``octoric run`` has it):
+    the process (its own session; SIGKILL if this process dies), its log and its HTTP port."""
+    rmr, http = free_pair(), free_port()
+    d = json.loads((REPO / "xapps/occ/config-file.json").read_text())
+    by_name = {"http": http, "rmr-data": rmr, "rmr-route": rmr + 1}
+    for p in d["messaging"]["ports"]:
+        p["port"] = by_name[p["name"]]
+    cfg, log = tmp / "occ-config.json", tmp / "occ.log"
+    cfg.write_text(json.dumps(d))
+    argv = [sys.executable, "-m", "octoric.xapps.occ", "--rmr-port", str(rmr),
+            "--http-port", str(http)]  # fmt: skip
+    with log.open("wb") as f:
+        proc = subprocess.Popen(argv, env=xapp_environment(stack.rt, "occ", rmr, http, cfg),
+                                stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=die_with_parent())  # fmt: skip
+    return proc, log, http
+
+
+def _chromium_case(row: str, traces: Path, seed: int, seconds: float, out: Path,
+                   arm: str) -> dict[str, Any]:  # fmt: skip
+    """Both Chromium arms run with the RIC and the OCC xApp in the loop (the same load on the
+    machine); only ``chromium-occ``'s page applies OCC's rate."""
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as td, running_ric(Path(td)) as stack:
+        occ, log, http = _start_occ(stack, Path(td))
+        token = os.environ.get(auth.TOKEN_ENV)
+        os.environ[auth.TOKEN_ENV] = stack.rt.api_token  # the sim's registration call needs it
+        try:
+            return asyncio.run(_chromium(row, traces, seed, seconds, out, arm,
+                                         stack.rt.ric.e2_port,
+                                         f"http://127.0.0.1:{http}/occ/v1/flows"))  # fmt: skip
+        finally:
+            stop_process_group(occ)
+            shutil.copy(log, out / "occ-xapp.log")
+            if token is None:
+                os.environ.pop(auth.TOKEN_ENV, None)
+            else:
+                os.environ[auth.TOKEN_ENV] = token
+
+
+async def _chromium(row: str, traces: Path, seed: int, seconds: float, out: Path, arm: str,
+                    e2_port: int, occ_register: str) -> dict[str, Any]:  # fmt: skip
+    flow = FlowSpec(traffic="real", scheme="occ", params={"feedback_port": FEEDBACK_PORT},
+                    path=_path(), uplink_ms=UPLINK_MS)  # fmt: skip
+    sc = scenario(row, traces, flow, seconds + 180.0)
+    opts = LiveOptions(ric_port=e2_port, feedback_port=0, occ_register=occ_register)
+    sim, task = await start_real(sc, seed, opts)
+    deadline = time.monotonic() + 90.0
+    while not (sim.registered and sim.real is not None and sim.real.stats.feedback_relayed):
+        if time.monotonic() > deadline or task.done():
+            sim.stop("no OCC feedback")
+            await asyncio.wait_for(task, 30)
+            raise RuntimeError("the real UE's flow got no OCC feedback within 90 s")
+        await asyncio.sleep(0.2)
     try:
         eng = sim.engine
         ue = sim.real_ues[0]
-        res = await chromium_call(sim, "chromium-gcc", seconds, out)
+        res = await chromium_call(sim, arm, seconds, out, FEEDBACK_PORT)
         now_wall, now_sim = time.time(), eng.slot * eng.slot_us / 1e6
     finally:
         sim.stop("call done")
@@ -100,6 +166,7 @@ async def _chromium(row: str, traces: Path, seed: int, seconds: float, out: Path
         "frames_sent": res.get("frames_sent"), "frames_decoded": res.get("frames_decoded"),
         "target_kbps_p50": (res.get("target_kbps") or {}).get("p50"),
         "cpu_limited": res["quality_limitation"].get("cpu", 0.0),
+        "occ_follow": res.get("occ_follow"), "feedback": res.get("feedback"),
         "completed": res["completed"], "processes_left": res["processes_left"],
         "window_s": [round(t0, 2), round(t1, 2)],
     }  # fmt: skip
@@ -163,8 +230,8 @@ class WebrtcEval(Experiment):
         traces, seconds = opts.traces_path.resolve(), self._seconds(opts)
         if case.scheme == "gcc":
             return _model(case.row, traces, case.seed, seconds)
-        out = opts.out / "calls" / f"{case.row}-seed{case.seed}"
-        return asyncio.run(_chromium(case.row, traces, case.seed, seconds, out))
+        out = opts.out / "calls" / f"{case.row}-{case.scheme}-seed{case.seed}"
+        return _chromium_case(case.row, traces, case.seed, seconds, out, case.scheme)
 
     def results(self, opts: RunOptions, cases: list[Case], outputs: list[Any]) -> dict[str, Any]:
         return {"seconds": self._seconds(opts), "runs": nest(cases, outputs, "calls")}
@@ -177,7 +244,9 @@ class WebrtcEval(Experiment):
             "# Chromium's libwebrtc beside the simulator's GCC model (issue #47)", "",
             f"Calls of {results['seconds']:g} s per row and seed: `chromium-gcc` is Debian's "
             "Chromium (libwebrtc untouched, VP8 640x360 at 25 fps from a real clip) across the "
-            "emulated cell; `gcc` is the simulator's model on the same cell and seed (its "
+            "emulated cell with the RIC and the OCC xApp in the loop; `chromium-occ` the same "
+            "with the sender capped at OCC's rate (`examples/occ-rate.js`); `gcc` is the "
+            "simulator's model on the same cell and seed (its "
             f"encoder range {MIN_MBPS * 1000:g}-{MAX_MBPS * 1000:g} kbit/s, start "
             f"{START_MBPS * 1000:g}). Means over the seeds. Network latency: one way, "
             "server to UE. Freezes: getStats() `freezeCount` for Chromium, frames later than "
@@ -185,8 +254,8 @@ class WebrtcEval(Experiment):
             "not measured (getStats() has no per-frame capture time). Figures taken on a "
             "shared machine are not measurements.", "",
             "| row | arm | utilization | network p50 / p99 (ms) | frame p99 (ms) | "
-            "received (kbit/s) | freezes |",
-            "|---|---|---|---|---|---|---|",
+            "received (kbit/s) | freezes | cap = OCC's target |",
+            "|---|---|---|---|---|---|---|---|",
         ]  # fmt: skip
         for row, by in results["runs"].items():
             for arm, rs in by.items():
@@ -197,9 +266,12 @@ class WebrtcEval(Experiment):
 
                 util = [r["utilization"] for r in rs if r.get("utilization") is not None]
                 u = f"{100 * statistics.fmean(util):.1f} %" if util else "n/a"
+                fol = [r["occ_follow"] for r in rs if r.get("occ_follow")]
+                n = sum(x["samples"] for x in fol)
+                f = f"{100 * sum(x['follows'] for x in fol) / n:.0f} %" if n else ""
                 lines.append(f"| {row} | `{arm}` | {u} | {m('network_p50_ms')} / "
                              f"{m('network_p99_ms')} | {m('frame_p99_ms')} | "
-                             f"{m('received_kbps')} | {m('freezes')} |")  # fmt: skip
+                             f"{m('received_kbps')} | {m('freezes')} | {f} |")  # fmt: skip
         lines += ["", f"![utilization and latency]({self.plot_names(results)[0]})", ""]
         return "\n".join(lines)
 

@@ -234,6 +234,8 @@ async def run_call(server_ns: str, ue_ns: str, arm: str, seconds: float, out: Pa
         await asyncio.sleep(0.5)  # the last packets through the cell before the sniffers stop
     finally:
         left = await procs.close()
+        for role in ("sender", "receiver"):  # the browsers' profiles: caches, nothing to read
+            shutil.rmtree(out / f"profile-{role}", ignore_errors=True)
     res = summarize(out, arm)
     res.update({
         "completed": ok, "processes_left": left, "wall_s": round(time.time() - t0, 1),

@@ -1,7 +1,7 @@
-"""`octoric eval webrtc --quick` (issue #47): a real Chromium call across the emulated cell (a
-constant 10 Mbit/s cell, 20 s) and the simulator's GCC model on the same cell and seed; the
-report puts them side by side. Root (namespaces), Chromium, ffmpeg and opencv-doc; slow:
-``make test-all``."""
+"""`octoric eval webrtc --quick` (issue #47): real Chromium calls across the emulated cell (a
+constant 10 Mbit/s cell, 20 s; libwebrtc's own GCC, and capped at OCC's rate) and the
+simulator's GCC model on the same cell and seed; the report puts them side by side. Root
+(namespaces), Chromium, ffmpeg and opencv-doc; slow: ``make test-all``."""
 
 from __future__ import annotations
 
@@ -31,17 +31,26 @@ def test_eval_webrtc_quick_reports_chromium_beside_the_model(tmp_path: Path) -> 
     assert "| constant-10mbps | `gcc` |" in report
     assert (run / "eval-webrtc.png").stat().st_size > 10_000
     data = json.loads((run / "results.json").read_text())
-    chromium, model = (data["runs"]["constant-10mbps"][a][0] for a in ("chromium-gcc", "gcc"))
-    for r in (chromium, model):
+    by = data["runs"]["constant-10mbps"]
+    chromium, occ, model = (by[a][0] for a in ("chromium-gcc", "chromium-occ", "gcc"))
+    for r in (chromium, occ, model):
         assert r["completed"], r
         # a 640x360 VP8 stream cannot fill a 10 Mbit/s cell, but it uses some of it
         assert 0.02 < r["utilization"] < 0.6, r
         # one way: at least the 10 ms wired delay
         assert 10.0 <= r["network_p50_ms"] <= r["network_p99_ms"], r
         assert r["received_kbps"] > 100, r
-    assert chromium["frames_decoded"] >= 0.8 * chromium["frames_sent"] > 0, chromium
-    assert chromium["cpu_limited"] < 0.05, chromium
-    # the call's processes and the run's namespaces are gone
-    assert chromium["processes_left"] == []
+    for r in (chromium, occ):
+        assert r["frames_decoded"] >= 0.8 * r["frames_sent"] > 0, r
+        assert r["cpu_limited"] < 0.05, r
+        # the OCC xApp's feedback reached the server namespace in both Chromium runs
+        assert r["feedback"] > 20, r
+        # the call's processes are gone
+        assert r["processes_left"] == []
+    # chromium-occ: the page's cap was OCC's latest target at >= 90 % of its samples
+    assert occ["occ_follow"]["follows"] >= 0.9 * occ["occ_follow"]["samples"] > 0, occ
+    assert chromium["occ_follow"] is None
+    assert "| constant-10mbps | `chromium-occ` |" in report
+    # the run's namespaces are gone
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"octoric-{os.getpid()}." not in left
