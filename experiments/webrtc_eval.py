@@ -293,8 +293,10 @@ class WebrtcEval(Experiment):
                         r[key] for r in results["runs"][row].get(arm, []) if r.get(key) is not None
                     ]
                     ys.append(statistics.fmean(v) if v else 0.0)
-                ax.bar([i + 0.4 * j for i in range(len(rows))], ys, 0.4, label=arm)
-            ax.set_xticks([i + 0.2 for i in range(len(rows))], rows, rotation=20, fontsize=7)
+                w = 0.8 / len(SCHEMES)  # the arms side by side within each row's slot
+                ax.bar([i + w * j for i in range(len(rows))], ys, w, label=arm)
+            ax.set_xticks([i + 0.4 - 0.4 / len(SCHEMES) for i in range(len(rows))], rows,
+                          rotation=20, fontsize=7)  # fmt: skip
             ax.set_ylabel(label)
         axes[0].legend()
         fig.tight_layout()
