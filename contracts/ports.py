@@ -24,6 +24,9 @@ RTMGR_REST = 3800
 RTMGR_RMR = 3801
 REDIS = 6379
 DASHBOARD = 8099  # octoric run's live web dashboard (read-only)
+# the emulated cell's Chromium call: its page server in the server namespace (the receiver's
+# browser, in a UE's namespace, loads its page and signals through the cell)
+CHROMIUM_PAGES = 8080
 
 # xApps on the embedded RIC: (RMR data port, HTTP port)
 OCC_RMR, OCC_HTTP = 4560, 8090

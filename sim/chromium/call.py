@@ -34,13 +34,14 @@ from typing import Any
 
 import numpy as np
 
+from octoric.contracts import ports
 from octoric.lifeline import die_with_parent
 from octoric.sim.live import LiveSim
 from octoric.sim.realue.netns import DEVICE, SERVER_ADDR
 
 CHROMIUM = "/usr/bin/chromium"
 ARMS = ("chromium-gcc", "chromium-occ")
-PAGE_PORT = 8080
+PAGE_PORT = ports.CHROMIUM_PAGES
 MIN_BPS = 30_000  # the OCC cap's floor: libwebrtc's own minimum send bitrate (30 kbit/s)
 # the clip: Debian's opencv-doc Megamind.avi (real motion), 640x360 at 25 fps, 8 s, looped
 # by Chromium's file capture; this size and rate encode (VP8) without CPU limitation here

@@ -31,6 +31,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from octoric.contracts import ports
+
 WEB = Path(__file__).resolve().parent / "web"
 # the OCC rate module lives with the examples, where a web developer finds it (docs/occ.md)
 OCC_RATE_JS = next(
@@ -187,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True, help="the run folder")
     ap.add_argument("--host", default="0.0.0.0")
-    ap.add_argument("--port", type=int, default=8080)
+    ap.add_argument("--port", type=int, default=ports.CHROMIUM_PAGES)
     ap.add_argument("--feedback-port", type=int, default=9100,
                     help="UDP port of the OCC feedback the cell relays (0: none)")  # fmt: skip
     a = ap.parse_args(argv)
