@@ -13,18 +13,16 @@ import asyncio
 import contextlib
 import json
 import logging
-import urllib.error
-import urllib.request
 from typing import Any
 
 from octoric.config import A1PolicyConfig
-from octoric.contracts import a1
+from octoric.contracts import a1, auth
 from octoric.contracts.schemas import OCTOPUS_POLICY_TYPE_ID, OCTOPUS_POLICY_TYPE_NAME
 from octoric.errors import OctoricError
+from octoric.rest_client import request_json
 from octoric.supervisor import RunContext
 
 log = logging.getLogger("octoric.a1-policies")
-_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 # the policy types octoric knows, by name, and the xApp that serves each
 TYPE_IDS = {OCTOPUS_POLICY_TYPE_NAME: OCTOPUS_POLICY_TYPE_ID}
 SERVED_BY = {OCTOPUS_POLICY_TYPE_ID: "octopus"}
@@ -32,19 +30,8 @@ POLL_S = 2.0
 
 
 def _call(method: str, url: str, token: str, body: Any = None) -> tuple[int, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
-    req = urllib.request.Request(url, data=data, headers=headers, method=method)
-    try:
-        with _NO_PROXY.open(req, timeout=5) as r:
-            raw = r.read()
-            return r.status, json.loads(raw) if raw else None
-    except urllib.error.HTTPError as e:
-        raw = e.read()
-        try:
-            return e.code, json.loads(raw) if raw else None
-        except ValueError:
-            return e.code, raw[:300].decode(errors="replace")
+    status, answer = request_json(method, url, body, auth.bearer(token))
+    return status, answer[:300] if isinstance(answer, str) else answer
 
 
 def type_id(p: A1PolicyConfig) -> int | None:
