@@ -5,11 +5,19 @@ use std::net::{TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
 use rmr_si::context::{Config, Ctx, ListenLimits, RtConfig};
 use rmr_si::peer::{PeerPolicy, Uids};
+
+/// The tests of this binary run in parallel threads of one process; the one that counts the
+/// process's threads takes this for writing, so no other test starts threads meanwhile.
+static QUIET: RwLock<()> = RwLock::new(());
+
+fn shared() -> RwLockReadGuard<'static, ()> {
+    QUIET.read().unwrap_or_else(|e| e.into_inner())
+}
 
 fn cfg(ctl_port: Option<u16>) -> Config {
     Config {
@@ -98,6 +106,7 @@ fn closed_by_peer(s: &mut TcpStream, within: Duration) -> bool {
 
 #[test]
 fn forged_sender_is_dropped_and_counted() {
+    let _shared = shared();
     let rx = ctx_with(cfg(None));
     let mine = TcpListener::bind("127.0.0.1:0").unwrap(); // where this "peer" listens
     let (mut other, other_port) = other_listener();
@@ -126,6 +135,7 @@ fn forged_sender_is_dropped_and_counted() {
 
 #[test]
 fn sender_check_off_delivers_forgeries() {
+    let _shared = shared();
     let mut c = cfg(None);
     c.peers.sender_check = false;
     let rx = ctx_with(c);
@@ -153,6 +163,7 @@ fn as_nobody(port: u16, data: &[u8]) -> std::process::ExitStatus {
 
 #[test]
 fn other_users_are_refused_unless_allowed() {
+    let _shared = shared();
     if !is_root() {
         eprintln!("skipped: needs root to run a peer as nobody");
         return;
@@ -188,6 +199,7 @@ fn other_users_are_refused_unless_allowed() {
 
 #[test]
 fn replayed_route_tables_are_refused() {
+    let _shared = shared();
     let ctl = {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         listener_port(&l)
@@ -226,6 +238,7 @@ fn threads() -> usize {
 
 #[test]
 fn connection_cap_per_listener() {
+    let _alone = QUIET.write().unwrap_or_else(|e| e.into_inner());
     let mut c = cfg(None);
     c.limits.max_conns = 8;
     let rx = ctx_with(c);
@@ -255,6 +268,7 @@ fn connection_cap_per_listener() {
 
 #[test]
 fn half_sent_frame_hits_the_deadline_idle_does_not() {
+    let _shared = shared();
     let mut c = cfg(None);
     c.limits.frame.frame_deadline = Duration::from_millis(300);
     let rx = ctx_with(c);
@@ -283,6 +297,7 @@ fn half_sent_frame_hits_the_deadline_idle_does_not() {
 
 #[test]
 fn frames_over_the_connection_bound_close_it() {
+    let _shared = shared();
     let mut c = cfg(None);
     c.limits.frame.max_frame = 1 << 20;
     let rx = ctx_with(c);
@@ -309,6 +324,7 @@ fn frames_over_the_connection_bound_close_it() {
 
 #[test]
 fn two_contexts_still_talk() {
+    let _shared = shared();
     // the ordinary path: one context sends to another (sender check on, same process)
     let rx = ctx_with(cfg(None));
     let seed = std::env::temp_dir().join(format!("octoric-sec-{}.rt", std::process::id()));
@@ -332,6 +348,7 @@ fn two_contexts_still_talk() {
 
 #[test]
 fn another_process_may_name_itself() {
+    let _shared = shared();
     // a peer in another process, listening where its frame's src says: delivered
     let rx = ctx_with(cfg(None));
     let code = format!(
@@ -362,6 +379,7 @@ fn another_process_may_name_itself() {
 
 #[test]
 fn a_peer_process_reconnecting_is_recognised_quickly() {
+    let _shared = shared();
     // the same process connecting twice: the second connection's owner lookup starts with it
     let rx = ctx_with(cfg(None));
     let code = format!(
@@ -393,6 +411,7 @@ fn a_peer_process_reconnecting_is_recognised_quickly() {
 
 #[test]
 fn nothing_is_sent_to_another_users_listener() {
+    let _shared = shared();
     if !is_root() {
         eprintln!("skipped: needs root to run a listener as nobody");
         return;
