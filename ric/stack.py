@@ -102,7 +102,7 @@ def start_ric(tmp: Path, redis: RedisServer, extra: Sequence[str] = ()) -> RicSt
     try:
         return _wait_healthy(proc, tmp, redis, log)
     except BaseException:
-        _terminate(proc)  # never leave a half-started RIC behind
+        terminate(proc)  # never leave a half-started RIC behind
         raise
 
 
@@ -132,7 +132,8 @@ def _wait_healthy(
     return RicStack(proc, rt, tmp / "state", redis, log)
 
 
-def _terminate(proc: subprocess.Popen[bytes]) -> None:
+def terminate(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 30 s (a process this test or tool started)."""
     if proc.poll() is None:
         proc.terminate()
         try:
@@ -143,7 +144,7 @@ def _terminate(proc: subprocess.Popen[bytes]) -> None:
 
 
 def stop_ric(stack: RicStack) -> None:
-    _terminate(stack.proc)
+    terminate(stack.proc)
 
 
 @contextlib.contextmanager

@@ -27,7 +27,7 @@ import pytest
 
 from octoric.e2sm import kpm
 from octoric.ric.services import RicRuntime
-from octoric.ric.stack import RIC_PORTS, distinct_pairs
+from octoric.ric.stack import RIC_PORTS, distinct_pairs, terminate
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 REPO = Path(__file__).resolve().parents[2]
@@ -83,23 +83,13 @@ def test_doc_payloads_are_the_encoders_output() -> None:
     assert "default=4620" in src and "default=8120" in src  # the doc's ports are the example's
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 @pytest.fixture
 def procs() -> Iterator[list[subprocess.Popen[bytes]]]:
     """Processes the test starts; stopped in reverse order, whatever happens."""
     started: list[subprocess.Popen[bytes]] = []
     yield started
     for p in reversed(started):
-        _stop(p)
+        terminate(p)
 
 
 def _wait(

@@ -12,9 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-from testkit.live_sim import start_live_sim
+from testkit.live_sim import start_real_ue_sim_with_occ
 from testkit.occ_xapp import OccProc
-from testkit.rest import wait_until
 
 from octoric.redis_server import free_port
 from octoric.ric.stack import LoopThread, RicStack, free_pair
@@ -51,14 +50,9 @@ def test_chromium_calls_decode_record_their_stats_and_the_occ_arm_follows_occ(
     lt = LoopThread()
     res = {}
     try:
-        sim, task = start_live_sim(
-            lt, scenario(), 5, shared_ric.rt.ric.e2_port, feedback_port=0,
-            occ_register=occ.url("/occ/v1/flows"),
-        )  # fmt: skip
-        wait_until(lambda: sim.real_ready.is_set() and sim.registered, 60,
-                   "the real UE registered with the OCC xApp")  # fmt: skip
-        wait_until(lambda: sim.real is not None and sim.real.stats.feedback_relayed > 0, 60,
-                   "OCC feedback relayed to the server namespace")  # fmt: skip
+        sim, task = start_real_ue_sim_with_occ(
+            lt, scenario(), 5, shared_ric.rt.ric.e2_port, occ.url("/occ/v1/flows")
+        )
         for arm in ("chromium-gcc", "chromium-occ"):
             res[arm] = lt.call(chromium_call(sim, arm, CALL_S, tmp_path / arm, FB_PORT), 240)
         sim.stop("test done")

@@ -16,9 +16,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from testkit.live_sim import start_live_sim
+from testkit.live_sim import start_real_ue_sim_with_occ
 from testkit.occ_xapp import OccProc
-from testkit.rest import wait_until
 
 from octoric.redis_server import free_port
 from octoric.ric.stack import LoopThread, RicStack, free_pair
@@ -91,14 +90,9 @@ def test_webrtc_call_follows_the_occ_target_and_its_own_gcc_is_the_baseline(
     occ.start()
     lt = LoopThread()
     try:
-        sim, task = start_live_sim(
-            lt, scenario(), 5, shared_ric.rt.ric.e2_port, feedback_port=0,
-            occ_register=occ.url("/occ/v1/flows"),
-        )  # fmt: skip
-        wait_until(lambda: sim.real_ready.is_set() and sim.registered, 60,
-                   "the real UE registered with the OCC xApp")  # fmt: skip
-        wait_until(lambda: sim.real is not None and sim.real.stats.feedback_relayed > 0, 60,
-                   "OCC feedback relayed to the server namespace")  # fmt: skip
+        sim, task = start_real_ue_sim_with_occ(
+            lt, scenario(), 5, shared_ric.rt.ric.e2_port, occ.url("/occ/v1/flows")
+        )
         with_occ = lt.call(call(sim, "feedback"))
         baseline = lt.call(call(sim, "gcc"))
         relayed = sim.real.stats.feedback_relayed if sim.real else 0

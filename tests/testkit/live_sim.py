@@ -9,6 +9,7 @@ from typing import Any
 from octoric.ric.stack import LoopThread
 from octoric.sim.live import LiveOptions, LiveSim
 from octoric.sim.scenario import Scenario
+from testkit.rest import wait_until
 
 
 def start_live_sim(
@@ -30,4 +31,18 @@ def start_live_sim(
         assert time.monotonic() < deadline, "E2 setup did not complete"
         assert not task.done(), task
         time.sleep(0.05)
+    return sim, task
+
+
+def start_real_ue_sim_with_occ(
+    lt: LoopThread, sc: Scenario, seed: int, e2_port: int, occ_flows_url: str
+) -> tuple[LiveSim, asyncio.Task[Any]]:
+    """``sc`` (a real UE whose flow is OCC-fed) live, its flow registered with the OCC xApp at
+    ``occ_flows_url`` and OCC's first feedback relayed into the server namespace: a real
+    application started now is in the loop from its first packet."""
+    sim, task = start_live_sim(lt, sc, seed, e2_port, feedback_port=0, occ_register=occ_flows_url)
+    wait_until(lambda: sim.real_ready.is_set() and sim.registered, 60,
+               "the real UE registered with the OCC xApp")  # fmt: skip
+    wait_until(lambda: sim.real is not None and sim.real.stats.feedback_relayed > 0, 60,
+               "OCC feedback relayed to the server namespace")  # fmt: skip
     return sim, task
