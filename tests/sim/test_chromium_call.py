@@ -7,16 +7,13 @@ calls): ``make test-all``."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 import pytest
-from testkit.live_sim import start_real_ue_sim_with_occ
-from testkit.occ_xapp import OccProc
+from testkit.live_sim import real_ue_sim_with_occ
 
-from octoric.redis_server import free_port
-from octoric.ric.stack import LoopThread, RicStack, free_pair
+from octoric.ric.stack import RicStack
 from octoric.sim.chromium.call import chromium_call, read_jsonl
 from octoric.sim.chromium.call import unavailable_reason as chromium_unavailable
 from octoric.sim.realue.netns import unavailable_reason
@@ -45,24 +42,10 @@ def scenario() -> Scenario:
 def test_chromium_calls_decode_record_their_stats_and_the_occ_arm_follows_occ(
     shared_ric: RicStack, tmp_path: Path
 ) -> None:
-    occ = OccProc(shared_ric, tmp_path, free_pair(), free_port())
-    occ.start()
-    lt = LoopThread()
     res = {}
-    try:
-        sim, task = start_real_ue_sim_with_occ(
-            lt, scenario(), 5, shared_ric.rt.ric.e2_port, occ.url("/occ/v1/flows")
-        )
+    with real_ue_sim_with_occ(shared_ric, tmp_path, scenario()) as (lt, sim):
         for arm in ("chromium-gcc", "chromium-occ"):
             res[arm] = lt.call(chromium_call(sim, arm, CALL_S, tmp_path / arm, FB_PORT), 240)
-        sim.stop("test done")
-        lt.call(asyncio.wait_for(task, 30))
-    except BaseException:
-        print(occ.log())
-        raise
-    finally:
-        occ.stop()
-        lt.stop()
     for arm, r in res.items():
         print(arm, json.dumps(r))
         out = tmp_path / arm

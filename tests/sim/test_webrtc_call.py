@@ -16,11 +16,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from testkit.live_sim import start_real_ue_sim_with_occ
-from testkit.occ_xapp import OccProc
+from testkit.live_sim import real_ue_sim_with_occ
 
-from octoric.redis_server import free_port
-from octoric.ric.stack import LoopThread, RicStack, free_pair
+from octoric.ric.stack import RicStack
 from octoric.sim.live import LiveSim
 from octoric.sim.realue.netns import unavailable_reason
 from octoric.sim.realue_harness import spawn
@@ -86,24 +84,10 @@ async def call(sim: LiveSim, rate: str) -> dict[str, Any]:
 def test_webrtc_call_follows_the_occ_target_and_its_own_gcc_is_the_baseline(
     shared_ric: RicStack, tmp_path: Path
 ) -> None:
-    occ = OccProc(shared_ric, tmp_path, free_pair(), free_port())
-    occ.start()
-    lt = LoopThread()
-    try:
-        sim, task = start_real_ue_sim_with_occ(
-            lt, scenario(), 5, shared_ric.rt.ric.e2_port, occ.url("/occ/v1/flows")
-        )
+    with real_ue_sim_with_occ(shared_ric, tmp_path, scenario()) as (lt, sim):
         with_occ = lt.call(call(sim, "feedback"))
         baseline = lt.call(call(sim, "gcc"))
         relayed = sim.real.stats.feedback_relayed if sim.real else 0
-        sim.stop("test done")
-        lt.call(asyncio.wait_for(task, 30))
-    except BaseException:
-        print(occ.log())
-        raise
-    finally:
-        occ.stop()
-        lt.stop()
     report = {"occ": with_occ, "gcc": baseline, "feedback_relayed": relayed}
     (tmp_path / "webrtc-call.json").write_text(json.dumps(report))
     for r in (with_occ, baseline):
