@@ -209,23 +209,16 @@ def test_the_default_run_shows_all_three_xapps_and_reports_them(
     the dashboard has shown them, and its report is read."""
     import signal
     import subprocess
-    import sys
 
     from playwright.sync_api import sync_playwright
+    from testkit.octoric_run import run_argv
 
     from octoric.config import load
-    from octoric.redis_server import free_port
-    from octoric.ric.stack import RIC_PORTS, distinct_pairs
     from octoric.sim.scenario import DEMO_OCTOPUS_UE
 
     # the default A1 policy names the demo scenario's Octopus UE
     assert load().a1_policies[0].body["scope"]["ues"] == [DEMO_OCTOPUS_UE]
-    dash = free_port()
-    sets = [f"report_dir={tmp_path}", f"redis.port={free_port()}", f"dashboard.port={dash}"]
-    sets += [f"ric.{name}={port}" for name, port in distinct_pairs(RIC_PORTS).items()]
-    argv = [sys.executable, "-m", "octoric.cli", "run", "--duration", "45", "--no-live"]
-    for s in sets:
-        argv += ["--set", s]
+    argv, dash = run_argv(tmp_path, 45)
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     shot = os.environ.get("OCTORIC_SCREENSHOT")
     problems: list[str] = []

@@ -16,7 +16,6 @@ import json
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -28,10 +27,10 @@ import jsonschema
 import pytest
 import yaml
 from testkit.metrics_conventions import check
+from testkit.octoric_run import run_argv
 
 from octoric import lifeline
 from octoric.redis_server import free_port
-from octoric.ric.stack import RIC_PORTS, distinct_pairs
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 REPO = Path(__file__).resolve().parents[2]
@@ -140,13 +139,7 @@ def prometheus_bin() -> str:
 @pytest.fixture
 def run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path, int]]:
     """A live ``octoric run`` (default scenario) on free ports, stopped with the test."""
-    dash = free_port()
-    sets = [f"report_dir={tmp_path / 'runs'}", f"redis.port={free_port()}",
-            f"dashboard.port={dash}"]  # fmt: skip
-    sets += [f"ric.{name}={port}" for name, port in distinct_pairs(RIC_PORTS).items()]
-    argv = [sys.executable, "-m", "octoric.cli", "run", "--duration", "60", "--no-live"]
-    for s in sets:
-        argv += ["--set", s]
+    argv, dash = run_argv(tmp_path / "runs", 60)
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=lifeline.die_with_parent(signal.SIGTERM),  # a clean stop if pytest dies

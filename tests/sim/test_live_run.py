@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -14,9 +13,7 @@ from typing import Any
 
 import pytest
 from testkit.listeners import Listener, tcp_listeners
-
-from octoric.redis_server import free_port
-from octoric.ric.stack import RIC_PORTS, distinct_pairs
+from testkit.octoric_run import run_argv
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -55,12 +52,7 @@ def _dashboard_state(port: int, deadline_s: float) -> dict[str, Any]:
 
 
 def test_octoric_run_with_live_sim(tmp_path: Path) -> None:
-    dash = free_port()
-    sets = [f"report_dir={tmp_path}", f"redis.port={free_port()}", f"dashboard.port={dash}"]
-    sets += [f"ric.{name}={port}" for name, port in distinct_pairs(RIC_PORTS).items()]
-    argv = [sys.executable, "-m", "octoric.cli", "run", "--duration", "15", "--no-live"]
-    for s in sets:
-        argv += ["--set", s]
+    argv, dash = run_argv(tmp_path, 15)
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # issue #17: while it runs, every TCP listener of the run (RIC, Redis, xApps: E2, RMR data
     # and route ports, REST) is on loopback

@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit.octoric_run import run_argv
 from testkit.rest import NO_PROXY
 
 from octoric.deploy.xapp_env import descriptor, xapp_environment
 from octoric.redis_server import free_port
 from octoric.ric.services import RicRuntime
-from octoric.ric.stack import RIC_PORTS, distinct_pairs, free_pair
+from octoric.ric.stack import free_pair
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 PROBE = Path(__file__).parents[1] / "handover" / "programs" / "ho_probe.py"
@@ -74,12 +75,7 @@ def _octopus(run_dir: Path) -> dict[str, Any]:
 
 
 def test_a1_policy_to_gnb_dropper_and_back(tmp_path: Path) -> None:
-    sets = [f"report_dir={tmp_path}", f"redis.port={free_port()}", "dashboard.enabled=false",
-            "sim.svc=temporal", "sim.ues=4"]  # fmt: skip
-    sets += [f"ric.{name}={port}" for name, port in distinct_pairs(RIC_PORTS).items()]
-    argv = [sys.executable, "-m", "octoric.cli", "run", "--duration", "75", "--no-live"]
-    for s in sets:
-        argv += ["--set", s]
+    argv, _ = run_argv(tmp_path, 75, "dashboard.enabled=false", "sim.svc=temporal", "sim.ues=4")
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     probe = None
     try:
