@@ -36,8 +36,39 @@ INSTALL_HINT = (
 )
 
 
+_handed_out: set[int] = set()  # this process's picks: never the same port twice
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free a moment ago (bind to 0, read it back, release it)."""
+    """A TCP port that was free a moment ago (bound, then released) for a listener to take.
+
+    Below the kernel's ephemeral range: a port the kernel hands out by bind(0) is one every
+    outgoing connection may take too, so a listener started a moment later could find it taken
+    by any process's connect() (an xApp's RMR port by its own Redis connection: it then exited,
+    "RMR port ... is not free", a CI flake). Picked at random, and never twice in one process.
+    Where the ephemeral range starts too low to leave room, bind(0) as before."""
+    import random
+
+    low = _ephemeral_low()
+    if low > 12000:
+        for _ in range(200):
+            p = random.randrange(low - 10000, low)
+            if p in _handed_out:
+                continue
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind((host, p))
+                except OSError:
+                    continue
+            _handed_out.add(p)
+            return p
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])

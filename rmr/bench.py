@@ -27,6 +27,7 @@ from pathlib import Path
 
 from octoric.bench import Benchmark, BenchResult
 from octoric.errors import OctoricError
+from octoric.redis_server import free_port
 
 _CRATE = Path(__file__).resolve().parent
 DRIVER = _CRATE / "target" / "release" / "rmr_bench"
@@ -46,12 +47,6 @@ class RunResult:
     rate: float
     p50_us: float
     p99_us: float
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_listening(port: int, proc: subprocess.Popen[str], timeout: float = 20.0) -> None:
@@ -77,7 +72,7 @@ def run_pair(
     loopback, both in RMR_BENCH_MODE ``mode``; returns the receiver's view."""
     if not DRIVER.is_file():
         raise BenchDriverError(f"{DRIVER} missing: run `make native`")
-    rport, sport = _free_port(), _free_port()
+    rport, sport = free_port(), free_port()
     with tempfile.TemporaryDirectory(prefix="rmr-bench-") as td:
         seed = Path(td) / "rt"
         seed.write_text(f"newrt|start\nrte|{MTYPE}|127.0.0.1:{rport}\nnewrt|end\n")

@@ -207,7 +207,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             node = lt.call(make())
             wait_until(node.setup_done.is_set, 20, "E2 setup")
             occ.start()
-            wait_until(lambda: _occ_up(occ), 60, "the OCC xApp")
+            occ.wait_ready(60)
             yield Env(stack, lt, node, occ, tmp)
         finally:
             reap()
@@ -215,13 +215,6 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             if node is not None:
                 lt.call(node.stop())
             lt.stop()
-
-
-def _occ_up(occ: OccProc) -> bool:
-    try:
-        return "rmr" in occ.status()
-    except Exception:
-        return False
 
 
 def e2term_refused(e: Env, kind: str) -> float:
@@ -240,6 +233,7 @@ def e2term_pdus_out(e: Env, mtype: int) -> float:
 
 
 def occ_rmr(e: Env) -> dict[str, int]:
+    assert not e.occ.alive(), e.occ.alive()
     return dict(e.occ.status()["rmr"])
 
 
@@ -380,6 +374,7 @@ def test_replayed_route_table(env: Env) -> None:
 def test_idle_connection_flood(env: Env) -> None:
     """1000 idle connections: nobody's are refused (no threads); the run's user's stop at the
     listener's cap (RMR_MAX_CONNS, 256)."""
+    assert not env.occ.alive(), env.occ.alive()
     pid = env.occ.proc.pid if env.occ.proc else 0
     base = proc_status(pid)["Threads"]
     before = occ_rmr(env)
@@ -408,6 +403,7 @@ def test_idle_connection_flood(env: Env) -> None:
 def test_half_sent_huge_frames(env: Env) -> None:
     """Four half-sent 60 MB frames: nobody's connections are refused, the run's user's over the
     per-connection bound (RMR_MAX_CONN_BYTES, 16 MiB) are closed; memory stays put."""
+    assert not env.occ.alive(), env.occ.alive()
     pid = env.occ.proc.pid if env.occ.proc else 0
     rss0 = proc_status(pid)["VmRSS"]
     before = occ_rmr(env)

@@ -12,14 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from octoric.redis_server import free_port  # noqa: F401  (the rmr tests' import)
+
 REPO = Path(__file__).resolve().parents[2]
 PEER = Path(__file__).resolve().parent / "xapp_peer.py"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_listening(port: int, timeout: float = 20.0) -> None:

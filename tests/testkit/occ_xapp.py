@@ -52,6 +52,31 @@ class OccProc:
         )  # fmt: skip
         return t
 
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Wait for the xApp's readiness probe (RMR up: its whole start done). Its HTTP answers
+        earlier, so a start that fails after HTTP (exit 2) looked up for a moment: an exit
+        fails here at once, with the xApp's log."""
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(
+                    f"the OCC xApp exited ({self.proc.returncode}) while starting:\n{self.log()}"
+                )
+            try:
+                if http("GET", self.url("/ric/v1/health/ready"))[0] == 200:
+                    return
+            except (OSError, ValueError):  # not listening yet; 503 "starting" (not JSON)
+                pass
+            time.sleep(0.2)
+        raise AssertionError(f"the OCC xApp not ready after {timeout:.0f} s:\n{self.log()}")
+
+    def alive(self) -> str:
+        """'' while the xApp runs; else its exit and log (for a test's message)."""
+        if self.proc is None or self.proc.poll() is None:
+            return ""
+        return f"the OCC xApp exited ({self.proc.returncode}):\n{self.log()}"
+
     def status(self) -> dict[str, Any]:
         code, body = http("GET", self.url("/occ/v1/status"))
         assert code == 200
