@@ -27,6 +27,34 @@ def _r(x: float, nd: int = 3) -> float | None:
     return None if x is None or math.isnan(x) else round(float(x), nd)
 
 
+FREEZE_WINDOW = 30  # rendered frames the average frame duration is taken over
+FREEZE_MIN_SAMPLES = 5  # before this many, no freeze is counted (Chromium's observer)
+
+
+def freezes(decoded_at: Sequence[tuple[int, int]]) -> tuple[int, float]:
+    """(count, seconds) of video freezes as the W3C webrtc-stats ``freezeCount`` defines them
+    and Chromium's getStats() reports them: a rendered frame's duration (the time since the
+    previous rendered frame) of at least max(3 x avg, avg + 150 ms), avg being the mean over
+    the last 30 frame durations. A frame is rendered when decoded after every newer one
+    already shown (an older one is dropped, as libwebrtc's frame buffer does)."""
+    last_f, last_t = -1, -1
+    durs: list[float] = []
+    count, total = 0, 0.0
+    for f, t in decoded_at:
+        if f <= last_f:
+            continue
+        if last_t >= 0:
+            d = (t - last_t) / 1000.0
+            if len(durs) >= FREEZE_MIN_SAMPLES:
+                avg = sum(durs[-FREEZE_WINDOW:]) / len(durs[-FREEZE_WINDOW:])
+                if d >= max(3 * avg, avg + 150.0):
+                    count += 1
+                    total += d / 1000.0
+            durs.append(d)
+        last_f, last_t = f, t
+    return count, total
+
+
 def _pct(values: Sequence[float]) -> dict[str, float | None]:
     if not len(values):
         return {"p50": None, "p95": None, "p99": None, "mean": None}
@@ -156,6 +184,8 @@ def build_summary(eng: Engine, wall_seconds: float) -> dict[str, Any]:
                 "frame_latency_ms": _pct(lat),
                 "network_latency_ms": _pct(r.net_latency_ms),
                 "stall_rate": _r(sum(x > STALL_MS for x in lat) / len(lat), 4) if lat else None,
+                "freezes": dict(zip(("count", "seconds"), freezes(r.frame_decoded_at),
+                                    strict=True)),
                 "valid_bitrate_kbps": _r(r.valid_bits / dur / 1000.0),
                 "frame_bitrate_kbps": _r(snd.sent_bytes * 8 / dur / 1000.0),
                 "decoded_bitrate_kbps": _r(r.decoded_bits / dur / 1000.0),

@@ -41,6 +41,14 @@ class VideoConfig:
     spatial_cumulative: list[float] = field(default_factory=lambda: [0.2, 0.5, 1.0])
     mtu: int = 1200  # payload bytes per packet (Octopus header included when enabled)
     pacing_multiplier: float = 2.5
+    # the pacer may send at once while its debt stays under this long at the pacing rate
+    # (libwebrtc's PacingController send_burst_interval, 40 ms by default since M11x; a frame
+    # then leaves as one burst); 0: every packet waits for the previous one's time
+    pacer_burst_ms: float = 0.0
+    # bytes every packet carries on the wire besides its payload (IPv4/UDP, SRTP, RTP and its
+    # header extensions); libwebrtc subtracts their rate from the encoder's target
+    # (send-side BWE with overhead); 0: packets are their payload
+    packet_overhead_bytes: int = 0
     octopus: bool = False  # mark packets with the Octopus header
     min_bps: float = 50e3
     max_bps: float = 200e6
@@ -61,6 +69,12 @@ class VideoConfig:
 # libwebrtc's default key frame interval for VP8, VP9 and H.264 (VideoEncoder::
 # GetDefault*Settings: keyFrameInterval 3000): key frames at the start and on request only.
 WEBRTC_KEY_FRAME_INTERVAL = 3000
+# libwebrtc's pacer burst interval (PacingController::kDefaultBurstInterval, M125)
+WEBRTC_PACER_BURST_MS = 40.0
+# a WebRTC video packet's bytes besides its payload, measured on Debian's Chromium 156
+# (issue #47): RTP header with extensions 25 (getStats headerBytesSent / packetsSent), SRTP
+# and the transport's ~12 (candidate-pair bytesSent over outbound-rtp's), IPv4 + UDP 28
+WEBRTC_PACKET_OVERHEAD_BYTES = 65
 
 
 def webrtc_video(**overrides: Any) -> VideoConfig:
@@ -70,7 +84,8 @@ def webrtc_video(**overrides: Any) -> VideoConfig:
     stops decoding. GCC, OCC and PBE comparisons use it on both sides."""
     cfg: dict[str, Any] = {
         "encoder": "x264", "vbv_frames": 4.0, "gop": WEBRTC_KEY_FRAME_INTERVAL,
-        "keyframe_on_loss": True,
+        "keyframe_on_loss": True, "pacer_burst_ms": WEBRTC_PACER_BURST_MS,
+        "packet_overhead_bytes": WEBRTC_PACKET_OVERHEAD_BYTES,
     }  # fmt: skip
     cfg.update(overrides)
     return VideoConfig(**cfg)
@@ -293,7 +308,8 @@ class VideoSender:
             msgs.append((size, deps_n, hdr, 0))
         pkts: list[Packet] = []
         frame_msgs = []
-        total_size = 0
+        total_size = 0  # payload (the frame's size)
+        wire_overhead = 0  # the packets' header bytes on top of it
         flow = self.flow
         seq = self.seq
         for size, deps, hdr, layer in msgs:
@@ -308,8 +324,10 @@ class VideoSender:
             mt.enc_us.append(now_us)
             total_size += size
             mtu = cfg.mtu
+            ovh = cfg.packet_overhead_bytes
+            wire_overhead += n * ovh
             for i in range(n):
-                psize = mtu if i < n - 1 else size - mtu * (n - 1)
+                psize = (mtu if i < n - 1 else size - mtu * (n - 1)) + ovh
                 h = None
                 if hdr is not None:
                     h = OctopusHeader(
@@ -320,7 +338,7 @@ class VideoSender:
                 seq += 1
         self.seq = seq
         self.pending.extend(pkts)
-        self.pending_bytes += total_size
+        self.pending_bytes += total_size + wire_overhead
         self.prev_frame_msgs = frame_msgs
         fr = self.frames
         fr.enc_us.append(now_us)
@@ -332,6 +350,17 @@ class VideoSender:
         fr.quality_bps.append(self.enc.quality_bps)
         self.sent_bytes += total_size
         return target
+
+    def payload_bps(self, network_bps: float) -> float:
+        """The encoder's share of a network rate: the packets' header overhead at that rate
+        taken off (libwebrtc: the overhead rate of ceil(frame / payload size) packets per
+        frame at the frame rate, subtracted before the encoder gets its target)."""
+        ovh = self.cfg.packet_overhead_bytes
+        if ovh <= 0:
+            return network_bps
+        fps = self.cfg.fps
+        pkts = math.ceil(network_bps / fps / 8.0 / self.cfg.mtu)
+        return max(network_bps - ovh * 8.0 * pkts * fps, 0.0)
 
     def send_head(self, now_us: int, seq: int) -> Packet:
         """The media queue's head leaves now (a transport sends it): stamped with its send time
@@ -385,6 +414,8 @@ class VideoSender:
         sent = self.frames.sent_us
         frame_of = self.msgs.frame
         log = self.sent_log if self.record_sent else None
+        if cfg.pacer_burst_ms > 0.0:
+            return self._release_bursts(now_us, t, pace_bps, debt_bits, until_us, out)
         while pending and (until_us is None or t < until_us):
             p = pending.popleft()
             p.send_us = int(t)
@@ -398,6 +429,42 @@ class VideoSender:
                 log.sizes.append(p.size)
                 log.cluster.append(-1)
         self.pacer_us = t
+        self.pace_bps = pace_bps
+        return out
+
+    def _release_bursts(self, now_us: int, t_probe: float, pace_bps: float, debt_bits: float,
+                        until_us: int | None, out: list[Packet]) -> list[Packet]:  # fmt: skip
+        """``release`` with libwebrtc's burst interval: a packet leaves at once while the
+        media debt (bits sent and not yet drained at the pacing rate) is under
+        ``pacer_burst_ms`` (at most 63 kB, ``kMaxBurstSize``) at that rate; above it the
+        pacer waits until the debt has drained (``PacingController::NextSendTime``)."""
+        pending = self.pending
+        burst_bits = min(self.cfg.pacer_burst_ms / 1000.0 * pace_bps, 63_000 * 8)
+        sent = self.frames.sent_us
+        frame_of = self.msgs.frame
+        log = self.sent_log if self.record_sent else None
+        t = float(now_us)
+        if self.probes or out:  # probes went first: the media follows when they are done
+            t, debt_bits = max(t, t_probe), 0.0
+        debt = debt_bits
+        while pending and (until_us is None or t < until_us):
+            if debt > burst_bits:
+                t += debt * 1e6 / pace_bps
+                debt = 0.0
+                if until_us is not None and t >= until_us:
+                    break
+            p = pending.popleft()
+            p.send_us = int(t)
+            sent[frame_of[p.msg]] = p.send_us
+            debt += p.size * 8
+            self.pending_bytes -= p.size
+            out.append(p)
+            if log is not None:
+                log.seqs.append(p.seq)
+                log.send_us.append(p.send_us)
+                log.sizes.append(p.size)
+                log.cluster.append(-1)
+        self.pacer_us = t + debt * 1e6 / pace_bps  # when the debt has drained
         self.pace_bps = pace_bps
         return out
 

@@ -40,6 +40,16 @@ class RateController:
     def target_bps(self, now_us: int) -> float:
         raise NotImplementedError
 
+    def encoder_bps(self, now_us: int) -> float:
+        """The rate the encoder is given for the frame captured now (read after
+        ``target_bps``, which paces): the same unless the scheme pushes the encoder back."""
+        return self.target_bps(now_us)
+
+    def drop_frame(self, now_us: int) -> bool:
+        """Whether the frame captured now is dropped before encoding (GCC's congestion
+        window pushback); asked once per frame."""
+        return False
+
     def on_feedback(self, now_us: int, fb: FeedbackBatch) -> None:
         """Receiver feedback reached the sender."""
 

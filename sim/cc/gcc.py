@@ -8,9 +8,13 @@ from collections import deque
 
 from octoric.sim.cc.base import RateController, SchemeContext, register_scheme
 from octoric.sim.cc.gcc_acked import AcknowledgedBitrateEstimator, LinkCapacityEstimator
+from octoric.sim.cc.gcc_cwnd import CongestionWindowPushback, RttBackoff
 from octoric.sim.cc.gcc_probe import AlrDetector, ProbeBitrateEstimator, ProbeController
 from octoric.sim.receiver import FeedbackBatch
 from octoric.sim.video import ProbeCluster, SentBatch
+
+
+TRANSPORT_MAX_BPS = 1e9  # SendSideBandwidthEstimation's kDefaultMaxBitrate
 
 
 def _by_recv(r: tuple[int, int, int]) -> int:
@@ -27,10 +31,15 @@ class Gcc(RateController):
     rule (decrease by loss/2 above 10 % loss), and probing (``gcc_probe``: ProbeController's
     initial 3x/6x exponential probe, further 2x probes, periodic ALR probes at 2x every 5 s;
     ProbeBitrateEstimator; AlrDetector). A probe result sets the estimate, as in libwebrtc's
-    DelayBasedBwe.
+    DelayBasedBwe. Around the estimate (``gcc_cwnd``), as Chromium runs it by default: the
+    congestion window with encoder pushback by frame dropping, and the back-off when
+    feedback stops for longer than 3 s.
 
     ``ctx.params``: ``probing`` (default True; False is ``gcc-noprobe``), ``alr_probing``
-    (default True: periodic ALR probes, which libwebrtc enables per stream)."""
+    (default False: periodic ALR probes, which libwebrtc turns on for screen share and, by
+    field trial, for video; a camera stream in Chromium has them off),
+    ``congestion_window`` (default True: the window, pushback and RTT back-off; False is the
+    model before issue #47, for comparison)."""
 
     name = "gcc"
     GROUP_MS = 5.0
@@ -45,7 +54,12 @@ class Gcc(RateController):
     BETA = 0.85
 
     def __init__(self, ctx: SchemeContext) -> None:
-        self.min_bps, self.max_bps = ctx.min_bps, ctx.max_bps
+        # ctx.max_bps is the stream's (the encoder's) maximum, which caps what is sent, not
+        # the estimate: libwebrtc's estimate is bounded by the transport's maximum (1 Gbit/s,
+        # kDefaultMaxBitrate) and, while application-limited, by 1.5 x the acked rate, and
+        # its probes by twice the allocated maximum (ProbeController::InitiateProbing)
+        self.min_bps, self.max_bps = ctx.min_bps, TRANSPORT_MAX_BPS
+        self.stream_max_bps = ctx.max_bps
         self.rate = ctx.start_bps
         self.rtt_ms = ctx.rtt_ms
         # inter-arrival grouping
@@ -82,15 +96,20 @@ class Gcc(RateController):
         self._was_alr = False
         # probing (None: off)
         self.probing = bool(ctx.params.get("probing", True))
-        self.wants_sent = self.probing
+        self.cwnd: CongestionWindowPushback | None = None
+        self.backoff: RttBackoff | None = None
+        self.backoff_bps: float | None = None  # the target while feedback is too old
+        if ctx.params.get("congestion_window", True):
+            self.cwnd, self.backoff = CongestionWindowPushback(), RttBackoff()
+        self.wants_sent = self.probing or self.cwnd is not None
         self.prober: ProbeController | None = None
         self.alr = AlrDetector()
         self.probe_est = ProbeBitrateEstimator()
         self.probe_seq: dict[int, ProbeCluster] = {}  # sent probe packets awaiting feedback
         self._probes_taken = 0
         if self.probing:
-            alr_probing = bool(ctx.params.get("alr_probing", True))
-            self.prober = ProbeController(ctx.start_bps, ctx.max_bps, alr_probing)
+            alr_probing = bool(ctx.params.get("alr_probing", False))
+            self.prober = ProbeController(ctx.start_bps, 2 * ctx.max_bps, alr_probing)
             self.alr.set_estimate(self.rate)
 
     # -- trendline (inter-arrival grouping is inlined in on_feedback) -------------------
@@ -341,6 +360,8 @@ class Gcc(RateController):
         self.g_first_send, self.g_last_send, self.g_last_arr = gfs, gls, gla
         self.g_first_arr = gfa
         hi = rows[-1][0]
+        if self.cwnd is not None and self.backoff is not None:
+            self._window_feedback(now_us, rows, hi)
         expected = hi - self.last_max_seq if self.last_max_seq >= 0 else len(fb.seqs)
         self.last_max_seq = max(self.last_max_seq, hi)
         loss = max(0.0, 1.0 - len(fb.seqs) / expected) if expected > 0 else 0.0
@@ -350,6 +371,19 @@ class Gcc(RateController):
             self.alr.set_estimate(self.rate)
             if recovered:
                 self.prober.request_probe(now_us, self.alr.alr_start_us)
+
+    def _window_feedback(self, now_us: int, rows: list[tuple[int, int, int, int]],
+                         hi: int) -> None:  # fmt: skip
+        """The report's RTTs (goog_cc_network_control.cc OnTransportPacketsFeedback): the
+        largest (its oldest packet's send to the report's arrival) sizes the congestion
+        window; the smallest after the receiver's own holding time is the propagation RTT
+        the back-off watches (fresh feedback ends a back-off)."""
+        assert self.cwnd is not None and self.backoff is not None
+        max_recv = max(r[2] for r in rows)
+        first_send = min(r[1] for r in rows)
+        prop = min(now_us - r[1] - (max_recv - r[2]) for r in rows)
+        self.backoff.on_feedback(now_us, prop)
+        self.cwnd.on_feedback(hi, (now_us - first_send) / 1000.0, self.rate)
 
     def _probe_feedback(self, rows: list[tuple[int, int, int, int]]) -> float | None:
         """Feed the probe packets of a feedback batch to the ProbeBitrateEstimator; the last
@@ -370,12 +404,17 @@ class Gcc(RateController):
         alr = self.alr
         ps = self.probe_seq
         clusters = self.prober.clusters if self.prober is not None else {}
+        cw, rate = self.cwnd, self.target_now()
         for seq, send_us, size, cid in zip(
             sent.seqs, sent.send_us, sent.sizes, sent.cluster, strict=True
         ):
             alr.on_bytes_sent(size, send_us)
             if cid >= 0:
                 ps[seq] = clusters[cid]
+            if cw is not None:
+                cw.on_sent(seq, size, rate)
+        if self.backoff is not None and sent.send_us:
+            self.backoff.on_sent(sent.send_us[-1])
 
     def probe_clusters(self, now_us: int) -> list[ProbeCluster]:
         p = self.prober
@@ -386,8 +425,33 @@ class Gcc(RateController):
         self._probes_taken = len(p.history)
         return new
 
+    def target_now(self) -> float:
+        """The target without advancing any clock: the estimate, or the back-off's rate."""
+        b = self.backoff_bps
+        return self.rate if b is None else min(self.rate, b)
+
     def target_bps(self, now_us: int) -> float:
-        return self.rate
+        if self.backoff is not None:
+            # SendSideBandwidthEstimation::UpdateEstimate: while the RTT is above the limit
+            # the target only backs off; once under it, the loss-based estimate (v2, without
+            # loss: the delay-based one) is the target again
+            if self.backoff.above_limit():
+                b = self.backoff.backoff(now_us, self.target_now())
+                if b is not None:
+                    self.backoff_bps = b
+            else:
+                self.backoff_bps = None
+        rate = self.target_now()
+        if self.cwnd is not None:
+            self.cwnd.process(now_us, rate)
+        return rate
+
+    def encoder_bps(self, now_us: int) -> float:
+        rate = self.target_now()
+        return self.cwnd.encoder_bps(rate) if self.cwnd is not None else rate
+
+    def drop_frame(self, now_us: int) -> bool:
+        return self.cwnd.drop_frame() if self.cwnd is not None else False
 
 
 class GccNoProbe(Gcc):

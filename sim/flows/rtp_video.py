@@ -18,7 +18,7 @@ from octoric.sim.video import VideoSender
 
 def build(host: FlowHost, idx: int, ue: int, spec: FlowSpec) -> FlowState:
     one_way = one_way_us(spec)
-    params: dict[str, Any] = {}
+    params: dict[str, Any] = dict(spec.params)  # the scheme's options (gcc: probing, ...)
     if spec.rate_mbps is not None:
         params["rate_bps"] = spec.rate_mbps * 1e6
     ctx = SchemeContext(
@@ -51,8 +51,16 @@ def _frame(host: FlowHost, t: int, f: FlowState) -> None:
     ctrl, sender = f.ctrl, f.sender
     for c in ctrl.probe_clusters(t):  # probes start with this tick's pacing
         sender.add_probe(c)
-    # the pacer sends until the next frame, then re-times what is left at that rate
-    pkts = sender.on_frame(t, ctrl.target_bps(t), None if last else nxt)
+    # the pacer sends until the next frame at the target, then re-times what is left at that
+    # rate; the encoder gets its own rate (the same unless the scheme pushes it back)
+    target = ctrl.target_bps(t)
+    if ctrl.drop_frame(t):
+        sender.skip_frame(t)
+    else:
+        # the stream's maximum caps the encoder (libwebrtc's BitrateAllocator), not the
+        # estimate, which may run above it (GCC's)
+        sender.encode(t, min(sender.payload_bps(ctrl.encoder_bps(t)), f.spec.max_mbps * 1e6))
+    pkts = sender.release(t, target, None if last else nxt)
     if ctrl.wants_sent:
         ctrl.on_sent(t, sender.take_sent())
     host.to_gnb(f, pkts)

@@ -36,9 +36,10 @@ class Run:
 
 def _run(
     scheme: str, mbps: float, seconds: float, start_mbps: float = 0.3,
-    video: VideoConfig | None = None,
+    video: VideoConfig | None = None, params: dict[str, object] | None = None,
 ) -> Run:  # fmt: skip
-    flow = FlowSpec(scheme=scheme, start_mbps=start_mbps, video=video or VideoConfig())
+    flow = FlowSpec(scheme=scheme, start_mbps=start_mbps, video=video or VideoConfig(),
+                    params=dict(params or {}))  # fmt: skip
     ue = UeSpec(channel=ChannelSpec("constant", rate_mbps=mbps), flows=[flow])
     sc = Scenario(name="const", duration_s=seconds, ues=[ue], timeseries_ms=250.0)
     eng = Engine(sc, seed=3)
@@ -160,7 +161,9 @@ def test_probe_controller_initial_and_further_probes() -> None:
 
 def test_alr_probes_fire_when_the_app_is_rate_limited() -> None:
     limited = VideoConfig(max_bps=1e6)  # the encoder never sends more than 1 Mbit/s
-    r = _run("gcc", 10.0, 22.0, video=limited)
+    # periodic ALR probing is off by default, as for a camera stream in Chromium; a stream
+    # that turns it on (screen share does) probes every 5 s while app-limited
+    r = _run("gcc", 10.0, 22.0, video=limited, params={"alr_probing": True})
     ctrl = r.ctrl
     assert ctrl.prober is not None
     assert ctrl.alr.periods, "the ALR detector never saw the sender app-limited"
@@ -173,12 +176,22 @@ def test_alr_probes_fire_when_the_app_is_rate_limited() -> None:
     cap = float(np.median(r.cap))
     for _, c in alr:  # at 2x the estimate, which the earlier probes put near the link rate
         assert c.bps == pytest.approx(2 * 0.95 * cap, rel=0.15)
+
     # the ALR probes' own results are near the link rate too
     ids = {c.id for _, c in alr}
     res = [v for cid, v in ctrl.probe_est.results if cid in ids]
     assert res and all(v == pytest.approx(cap, rel=0.15) for v in res)
     # the app itself stayed rate-limited
     assert float(np.mean(r.sent[r.t > 2.0])) < 0.2 * cap
+
+
+def test_no_alr_probes_by_default() -> None:
+    """A camera stream in Chromium has periodic ALR probing off (libwebrtc turns it on for
+    screen share, for video only by field trial): an app-limited flow does not probe."""
+    r = _run("gcc", 10.0, 22.0, video=VideoConfig(max_bps=1e6))
+    ctrl = r.ctrl
+    assert ctrl.prober is not None and ctrl.alr.periods
+    assert not [c for _, why, c in ctrl.prober.history if why == "alr"]
 
 
 def test_no_alr_probes_without_alr_or_when_disabled() -> None:
