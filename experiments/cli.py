@@ -60,8 +60,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         _backend_options(e)
         exp.add_arguments(e)
         e.set_defaults(func=_runner(exp))
-    r = sub.add_parser("report", help="rebuild a report from its stored runs (no "
-                       "simulation; the claims judged again, the PNGs kept)")  # fmt: skip
+    r = sub.add_parser("report", help="rebuild a report from its stored runs (not run "
+                       "again; the claims judged again, the PNGs kept)")  # fmt: skip
     r.add_argument(
         "dir",
         type=Path,

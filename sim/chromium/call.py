@@ -257,6 +257,9 @@ async def chromium_call(sim: LiveSim, arm: str, seconds: float, out: Path,
     st1 = sim.real.status()
     u0, u1 = st0["ues"][ue], st1["ues"][ue]
     res["cell"] = {
+        # the same packets' latency as the simulated cell sees it (wired delay + cell): the
+        # like-for-like figure beside a model flow's; the sniffed one adds the live path's cost
+        "latency_ms": sim.real.cell_latency_ms(ue, u0["cell_packets"]),
         "delivered_bytes": u1["delivered_bytes"] - u0["delivered_bytes"],
         "tail_dropped_packets": u1["tail_dropped_packets"] - u0["tail_dropped_packets"],
         "feedback_relayed": st1["feedback_relayed"] - st0["feedback_relayed"],

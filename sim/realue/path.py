@@ -109,6 +109,10 @@ class RealUe:
     hold_uplink: bool  # held while detached (the flow's uplink_held_in_handover)
     held: list[bytes] = field(default_factory=list)
     delivered_bytes: int = 0
+    # each delivered UDP packet's time in the simulated cell (µs, its injection into the UE's
+    # queue to the end of the slot that completed it): the cell's own view of a real flow,
+    # what the simulator's model flows are measured by; the first _MAX_ERRORS are kept
+    cell_us: list[int] = field(default_factory=list)
 
 
 class RealUePath:
@@ -210,6 +214,8 @@ class RealUePath:
         st.delivered_packets += 1
         st.delivered_bytes += p.size
         u.delivered_bytes += p.size
+        if p.data[9] == 17 and len(u.cell_us) < _MAX_ERRORS:  # UDP (as the sniffers count)
+            u.cell_us.append(t_us - p.send_us)
 
     # --- uplink ------------------------------------------------------------------------
     def _read_uplink(self, u: RealUe) -> None:
@@ -292,6 +298,20 @@ class RealUePath:
                 "p999": round(float(p999), 1), "max": round(float(e.max()), 1),
                 "min": round(float(e.min()), 1), "packets": self._n_errors}  # fmt: skip
 
+    def cell_latency_ms(self, ue: int, since: int = 0) -> dict[str, float] | None:
+        """Percentiles (ms) of real UE ``ue``'s packets' one-way latency as the simulated cell
+        sees it: the wired one-way delay plus their time in the cell, from the ``since``-th
+        delivered packet on (``status()["ues"][ue]["cell_packets"]`` taken earlier); what a
+        sniffer measures on top of it is the live path's own cost (reading and writing the
+        TUNs, the loop's timers, the lookahead)."""
+        u = self.ues[ue]
+        xs = np.asarray(u.cell_us[since:], dtype=float) / 1000.0 + u.dl_delay_s * 1000.0
+        if not len(xs):
+            return None
+        p = np.percentile(xs, [50, 95, 99])
+        return {"p50": round(float(p[0]), 2), "p95": round(float(p[1]), 2),
+                "p99": round(float(p[2]), 2), "packets": len(xs)}  # fmt: skip
+
     def status(self) -> dict[str, Any]:
         eng = self.engine
         ues = []
@@ -305,6 +325,7 @@ class RealUePath:
                 "tail_dropped_packets": f.tail_dropped_pkts,
                 "harq_lost_packets": f.harq_lost_pkts, "held_uplink": len(u.held),
                 "malformed_headers": q.header_counters.malformed,
+                "cell_packets": len(u.cell_us),
             })  # fmt: skip
         return {
             "server": {"netns": self.ns.server_ns, "address": SERVER_ADDR},
