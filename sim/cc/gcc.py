@@ -13,7 +13,6 @@ from octoric.sim.cc.gcc_probe import AlrDetector, ProbeBitrateEstimator, ProbeCo
 from octoric.sim.receiver import FeedbackBatch
 from octoric.sim.video import ProbeCluster, SentBatch
 
-
 TRANSPORT_MAX_BPS = 1e9  # SendSideBandwidthEstimation's kDefaultMaxBitrate
 
 

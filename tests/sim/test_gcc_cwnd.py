@@ -90,7 +90,7 @@ def _outage_run(congestion_window: bool) -> tuple[Gcc, Engine]:
 
 def test_an_outage_pushes_the_encoder_back_and_backs_the_target_off() -> None:
     ctrl, eng = _outage_run(True)
-    old, eng_old = _outage_run(False)
+    _, eng_old = _outage_run(False)
     assert ctrl.cwnd is not None and ctrl.backoff is not None
     t = np.asarray(eng._ts_bins)
     tgt, tgt_old = np.asarray(eng.flows[0].ts_target), np.asarray(eng_old.flows[0].ts_target)
