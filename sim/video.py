@@ -411,26 +411,29 @@ class VideoSender:
         if self.probes:
             t = self._probe(max(float(now_us), self.pacer_us), until_us, out)
         us_per_byte = 8e6 / pace_bps
-        sent = self.frames.sent_us
-        frame_of = self.msgs.frame
         log = self.sent_log if self.record_sent else None
         if cfg.pacer_burst_ms > 0.0:
             return self._release_bursts(now_us, t, pace_bps, debt_bits, until_us, out)
         while pending and (until_us is None or t < until_us):
             p = pending.popleft()
-            p.send_us = int(t)
-            sent[frame_of[p.msg]] = p.send_us
+            self._sent(p, int(t), out, log)
             t += p.size * us_per_byte
-            self.pending_bytes -= p.size
-            out.append(p)
-            if log is not None:
-                log.seqs.append(p.seq)
-                log.send_us.append(p.send_us)
-                log.sizes.append(p.size)
-                log.cluster.append(-1)
         self.pacer_us = t
         self.pace_bps = pace_bps
         return out
+
+    def _sent(self, p: Packet, send_us: int, out: list[Packet], log: SentBatch | None) -> None:
+        """The pacer sends ``p`` at ``send_us``: stamped, its frame marked sent, reported to
+        the rate controller (``log``, a ``SentBatch``) if it asked."""
+        p.send_us = send_us
+        self.frames.sent_us[self.msgs.frame[p.msg]] = send_us
+        self.pending_bytes -= p.size
+        out.append(p)
+        if log is not None:
+            log.seqs.append(p.seq)
+            log.send_us.append(send_us)
+            log.sizes.append(p.size)
+            log.cluster.append(-1)
 
     def _release_bursts(self, now_us: int, t_probe: float, pace_bps: float, debt_bits: float,
                         until_us: int | None, out: list[Packet]) -> list[Packet]:  # fmt: skip
@@ -440,8 +443,6 @@ class VideoSender:
         pacer waits until the debt has drained (``PacingController::NextSendTime``)."""
         pending = self.pending
         burst_bits = min(self.cfg.pacer_burst_ms / 1000.0 * pace_bps, 63_000 * 8)
-        sent = self.frames.sent_us
-        frame_of = self.msgs.frame
         log = self.sent_log if self.record_sent else None
         t = float(now_us)
         if self.probes or out:  # probes went first: the media follows when they are done
@@ -454,16 +455,8 @@ class VideoSender:
                 if until_us is not None and t >= until_us:
                     break
             p = pending.popleft()
-            p.send_us = int(t)
-            sent[frame_of[p.msg]] = p.send_us
+            self._sent(p, int(t), out, log)
             debt += p.size * 8
-            self.pending_bytes -= p.size
-            out.append(p)
-            if log is not None:
-                log.seqs.append(p.seq)
-                log.send_us.append(p.send_us)
-                log.sizes.append(p.size)
-                log.cluster.append(-1)
         self.pacer_us = t + debt * 1e6 / pace_bps  # when the debt has drained
         self.pace_bps = pace_bps
         return out
