@@ -200,6 +200,9 @@ def _model(row: str, traces: Path, seed: int, seconds: float, start_s: float = L
     """The simulator's video flow of ``scheme`` (``gcc``: the GCC model; ``occ``: following
     the OCC engine's rate) on the cell of ``row`` and ``seed`` from ``start_s`` (a Chromium
     case gives its call's start: the same stretch of the trace) for ``seconds``."""
+    # both twins at libwebrtc's default maximum: Chromium's capped page raises its encoder's
+    # maximum with OCC's cap (setParameters' maxBitrate) up to what VP8 makes of the clip
+    # (2.6-3.4 Mbit/s received at 640x360), a content limit the model's encoder does not have
     flow = FlowSpec(traffic="video", scheme=scheme, path=_path(), uplink_ms=UPLINK_MS,
                     start_mbps=START_MBPS, min_mbps=MIN_MBPS, max_mbps=MAX_MBPS,
                     start_s=start_s, video=_video(), params=dict(params or {}))  # fmt: skip
