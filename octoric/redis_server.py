@@ -57,9 +57,10 @@ def free_port(host: str = "127.0.0.1") -> int:
     import random
 
     low = _ephemeral_low()
-    if low > 12000:
+    span = low // 4  # the quarter below the range: 24576-32767 with Linux's default
+    if span >= 1024 and low - span >= 1024:
         for _ in range(200):
-            p = random.randrange(low - 10000, low)
+            p = random.randrange(low - span, low)
             if p in _handed_out:
                 continue
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
