@@ -73,7 +73,6 @@ RTT_MS, UPLINK_MS, QUEUE_BYTES = 20.0, 4.0, 300_000
 # libwebrtc's range for one 640x360 VP8 stream (its start rate and default maximum)
 MIN_MBPS, START_MBPS, MAX_MBPS = 0.03, 0.3, 1.7
 ROUTE_ROWS = ("route-good", "route-blockage", "route-poor")  # OCC §6.1's PHY routes
-LEAD_S = 5.0  # the model's flow starts here: about when the browsers' call starts in a live run
 
 
 def channel(row: str, traces: Path) -> ChannelSpec:
@@ -194,9 +193,8 @@ async def _chromium(row: str, traces: Path, seed: int, seconds: float, out: Path
     }  # fmt: skip
 
 
-def _model(row: str, traces: Path, seed: int, seconds: float, start_s: float = LEAD_S,
-           scheme: str = "gcc",
-           params: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+def _model(row: str, traces: Path, seed: int, seconds: float, start_s: float,
+           scheme: str = "gcc") -> dict[str, Any]:  # fmt: skip
     """The simulator's video flow of ``scheme`` (``gcc``: the GCC model; ``occ``: following
     the OCC engine's rate) on the cell of ``row`` and ``seed`` from ``start_s`` (a Chromium
     case gives its call's start: the same stretch of the trace) for ``seconds``."""
@@ -205,7 +203,7 @@ def _model(row: str, traces: Path, seed: int, seconds: float, start_s: float = L
     # (2.6-3.4 Mbit/s received at 640x360), a content limit the model's encoder does not have
     flow = FlowSpec(traffic="video", scheme=scheme, path=_path(), uplink_ms=UPLINK_MS,
                     start_mbps=START_MBPS, min_mbps=MIN_MBPS, max_mbps=MAX_MBPS,
-                    start_s=start_s, video=_video(), params=dict(params or {}))  # fmt: skip
+                    start_s=start_s, video=_video())  # fmt: skip
     # an `occ` model flow follows the OCC xApp's own engine (in-process), as the Chromium
     # arm follows the xApp
     eng = Engine(scenario(row, traces, flow, start_s + seconds, "occ-engine"), seed)

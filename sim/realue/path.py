@@ -27,6 +27,7 @@ import contextlib
 import os
 import socket
 import struct
+from array import array
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -112,7 +113,7 @@ class RealUe:
     # each delivered UDP packet's time in the simulated cell (µs, its injection into the UE's
     # queue to the end of the slot that completed it): the cell's own view of a real flow,
     # what the simulator's model flows are measured by; the first _MAX_ERRORS are kept
-    cell_us: list[int] = field(default_factory=list)
+    cell_us: array[int] = field(default_factory=lambda: array("q"))  # 8 bytes each, not ~36
 
 
 class RealUePath:
