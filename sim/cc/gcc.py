@@ -58,7 +58,6 @@ class Gcc(RateController):
         # kDefaultMaxBitrate) and, while application-limited, by 1.5 x the acked rate, and
         # its probes by twice the allocated maximum (ProbeController::InitiateProbing)
         self.min_bps, self.max_bps = ctx.min_bps, TRANSPORT_MAX_BPS
-        self.stream_max_bps = ctx.max_bps
         self.rate = ctx.start_bps
         self.rtt_ms = ctx.rtt_ms
         # inter-arrival grouping
