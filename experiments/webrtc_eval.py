@@ -3,7 +3,9 @@ OCC's rate, beside the simulator on the same trace, seed and stretch of time (is
 docs/emulated-cell.md, "A Chromium call").
 
 Rows: a constant 10 Mbit/s cell, each Mahimahi LTE trace of ``--traces`` and the OCC paper's
-PHY routes (good, blockage, poor); ``--quick``: the constant cell, one seed, 20 s calls. Per
+PHY routes (good, blockage, poor), and a constant 1.5 Mbit/s cell the encoder can fill
+(``chromium-gcc`` only: the model's check at capacity); ``--quick``: the 10 Mbit/s cell, one
+seed, 20 s calls. Per
 row and seed, two arms, each a live run of the cell with one real UE, the RIC and the OCC
 xApp, and a call between two headless Chromium instances (``octoric.sim.chromium.call``;
 libwebrtc untouched, VP8 of a real clip at 640x360, 25 fps):
@@ -69,6 +71,9 @@ MODEL = {"chromium-gcc": "gcc", "chromium-occ": "occ"}
 FEEDBACK_PORT = 9100
 REPO = Path(__file__).resolve().parents[1]
 CONSTANT = "constant-10mbps"
+# a constant link the call's encoder (640x360 VP8, at most 1.7 Mbit/s) can fill: GCC at the
+# link's capacity, which the 10 Mbit/s cell (content-limited sender) does not show
+CONSTANT_FULL = "constant-1.5mbps"
 RTT_MS, UPLINK_MS, QUEUE_BYTES = 20.0, 4.0, 300_000
 # libwebrtc's range for one 640x360 VP8 stream (its start rate and default maximum)
 MIN_MBPS, START_MBPS, MAX_MBPS = 0.03, 0.3, 1.7
@@ -76,8 +81,8 @@ ROUTE_ROWS = ("route-good", "route-blockage", "route-poor")  # OCC §6.1's PHY r
 
 
 def channel(row: str, traces: Path) -> ChannelSpec:
-    if row == CONSTANT:
-        return ChannelSpec(kind="constant", rate_mbps=10.0)
+    if row.startswith("constant-") and row.endswith("mbps"):  # constant-10mbps, constant-1.5mbps
+        return ChannelSpec(kind="constant", rate_mbps=float(row[len("constant-") : -len("mbps")]))
     if row.startswith("route-"):  # the OCC paper's over-the-air routes (sim/channels/route.py)
         return ChannelSpec(kind="route", route=row.removeprefix("route-"))
     return ChannelSpec(kind="mahimahi", path=str(traces / f"{row}.down"))
@@ -121,7 +126,7 @@ def _start_occ(stack: RicStack, tmp: Path) -> tuple[subprocess.Popen[bytes], Pat
 
 
 def _chromium_case(row: str, traces: Path, seed: int, seconds: float, out: Path,
-                   arm: str) -> dict[str, Any]:  # fmt: skip
+                   arm: str, event_log: bool = False) -> dict[str, Any]:  # fmt: skip
     """Both Chromium arms run with the RIC and the OCC xApp in the loop (the same load on the
     machine); only ``chromium-occ``'s page applies OCC's rate."""
     out.mkdir(parents=True, exist_ok=True)
@@ -132,7 +137,8 @@ def _chromium_case(row: str, traces: Path, seed: int, seconds: float, out: Path,
         try:
             return asyncio.run(_chromium(row, traces, seed, seconds, out, arm,
                                          stack.rt.ric.e2_port,
-                                         f"http://127.0.0.1:{http}/occ/v1/flows"))  # fmt: skip
+                                         f"http://127.0.0.1:{http}/occ/v1/flows",
+                                         event_log))  # fmt: skip
         finally:
             stop_process_group(occ)
             shutil.copy(log, out / "occ-xapp.log")
@@ -143,7 +149,8 @@ def _chromium_case(row: str, traces: Path, seed: int, seconds: float, out: Path,
 
 
 async def _chromium(row: str, traces: Path, seed: int, seconds: float, out: Path, arm: str,
-                    e2_port: int, occ_register: str) -> dict[str, Any]:  # fmt: skip
+                    e2_port: int, occ_register: str,
+                    event_log: bool = False) -> dict[str, Any]:  # fmt: skip
     flow = FlowSpec(traffic="real", scheme="occ", params={"feedback_port": FEEDBACK_PORT},
                     path=_path(), uplink_ms=UPLINK_MS)  # fmt: skip
     sc = scenario(row, traces, flow, seconds + 180.0)
@@ -159,7 +166,7 @@ async def _chromium(row: str, traces: Path, seed: int, seconds: float, out: Path
     try:
         eng = sim.engine
         ue = sim.real_ues[0]
-        res = await chromium_call(sim, arm, seconds, out, FEEDBACK_PORT)
+        res = await chromium_call(sim, arm, seconds, out, FEEDBACK_PORT, event_log=event_log)
         now_wall, now_sim = time.time(), eng.slot * eng.slot_us / 1e6
     finally:
         sim.stop("call done")
@@ -242,13 +249,19 @@ class WebrtcEval(Experiment):
         p.add_argument("--seconds", type=float, default=60.0, metavar="S",
                        help="length of each call (default 60; --quick: 20)")  # fmt: skip
         p.add_argument("--arms", default=",".join(SCHEMES), metavar="A,B",
-                       help=f"the arms to run (default all: {','.join(SCHEMES)}); runs of "
-                            "the others already in runs.jsonl stay in the report")  # fmt: skip
+                       help=f"the arms to run (default all: {','.join(SCHEMES)}); the report "
+                            "covers the arms run")  # fmt: skip
+        p.add_argument(
+            "--event-log",
+            action="store_true",
+            help="keep each sender's libwebrtc RTC event log (calls/*/event-log/)",
+        )
 
     def run_options(self, opts: RunOptions) -> dict[str, Any]:
-        # --arms picks cases; it does not change a run (each case names its arm)
+        # --arms picks cases and --event-log keeps a file: neither changes a run's figures
         base = super().run_options(opts)
-        return {**base, "extra": {k: v for k, v in opts.extra.items() if k != "arms"}}
+        keep = {k: v for k, v in opts.extra.items() if k not in ("arms", "event_log")}
+        return {**base, "extra": keep}
 
     def _arms(self, opts: RunOptions) -> list[str]:
         arms = [a for a in str(opts.extra.get("arms") or ",".join(SCHEMES)).split(",") if a]
@@ -273,12 +286,21 @@ class WebrtcEval(Experiment):
 
     def cases(self, opts: RunOptions) -> list[Case]:
         rows = [CONSTANT] + ([] if opts.quick else self._traces(opts) + list(ROUTE_ROWS))
-        return grid("calls", rows, self._arms(opts), range(1, opts.seeds_or(3) + 1))
+        seeds = range(1, opts.seeds_or(3) + 1)
+        cases = grid("calls", rows, self._arms(opts), seeds)
+        if not opts.quick:  # the model check's row: Chromium's own GCC only, not a claim
+            cases += grid("calls", [CONSTANT_FULL],
+                          [a for a in self._arms(opts) if a == "chromium-gcc"], seeds)  # fmt: skip
+        return cases
 
     def run_case(self, case: Case, opts: RunOptions) -> dict[str, Any]:
         traces, seconds = opts.traces_path.resolve(), self._seconds(opts)
         out = opts.out / "calls" / f"{case.row}-{case.scheme}-seed{case.seed}"
-        return _chromium_case(case.row, traces, case.seed, seconds, out, case.scheme)
+        if out.exists():  # an earlier command's call of this case (other code): kept aside
+            stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(out.stat().st_mtime))
+            out.rename(out.with_name(f"{out.name}.{stamp}"))
+        return _chromium_case(case.row, traces, case.seed, seconds, out, case.scheme,
+                              bool(opts.extra.get("event_log")))  # fmt: skip
 
     def results(self, opts: RunOptions, cases: list[Case], outputs: list[Any]) -> dict[str, Any]:
         """The calls, each with its model twin: the simulator's flow over the call's own

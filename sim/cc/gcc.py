@@ -7,13 +7,19 @@ import math
 from collections import deque
 
 from octoric.sim.cc.base import RateController, SchemeContext, register_scheme
-from octoric.sim.cc.gcc_acked import AcknowledgedBitrateEstimator, LinkCapacityEstimator
+from octoric.sim.cc.gcc_acked import (
+    AcknowledgedBitrateEstimator,
+    LinkCapacityEstimator,
+    RobustThroughputEstimator,
+)
 from octoric.sim.cc.gcc_cwnd import CongestionWindowPushback, RttBackoff
 from octoric.sim.cc.gcc_probe import AlrDetector, ProbeBitrateEstimator, ProbeController
 from octoric.sim.receiver import FeedbackBatch
 from octoric.sim.video import ProbeCluster, SentBatch
 
 TRANSPORT_MAX_BPS = 1e9  # SendSideBandwidthEstimation's kDefaultMaxBitrate
+# DelayBasedBwe's kStreamTimeOut: no feedback for longer starts a fresh delay detector
+STREAM_TIMEOUT_US = 2_000_000
 
 
 def _by_recv(r: tuple[int, int, int]) -> int:
@@ -60,35 +66,25 @@ class Gcc(RateController):
         self.min_bps, self.max_bps = ctx.min_bps, TRANSPORT_MAX_BPS
         self.rate = ctx.start_bps
         self.rtt_ms = ctx.rtt_ms
-        # inter-arrival grouping
-        self.g_first_send = -1.0
-        self.g_last_send = 0.0
-        self.g_last_arr = 0.0
-        self.g_first_arr = 0.0
-        self.prev_group: tuple[float, float] | None = None
-        # trendline
-        self.acc = 0.0
-        self.smoothed = 0.0
         self.hist: deque[tuple[float, float]] = deque()
-        self._n_upd = 0
-        self._ref = 0.0
-        self._sx = self._sy = self._sxx = self._sxy = 0.0
-        self.first_arr = -1.0
-        self.num_deltas = 0
-        self.trend = 0.0
-        self.prev_trend = 0.0
-        # overuse detector
-        self.threshold = 12.5
-        self.last_thr_ms = -1.0
-        self.time_over = -1.0
-        self.over_count = 0
-        self.signal = "normal"
+        self.prev_group: tuple[float, float] | None = None
+        self._new_delay_detector()
+        self.last_feedback_us: int | None = None  # DelayBasedBwe's last_seen_packet_
         # AIMD (aimd_rate_control.cc)
         self.state = "increase"
         self.last_change_ms = -1.0  # time_last_bitrate_change_ (< 0: never)
         self.last_decrease_ms = -1.0  # time_last_bitrate_decrease_
         self.capacity = LinkCapacityEstimator()
-        self.acked_est = AcknowledgedBitrateEstimator()
+        # the acknowledged rate the AIMD reads: M125's default RobustThroughputEstimator
+        # ("robust"), or the Bayesian AcknowledgedBitrateEstimator of earlier releases
+        # ("bayesian"; the model before issue #47's event-log comparison)
+        throughput = ctx.params.get("throughput_estimator", "robust")
+        if throughput not in ("robust", "bayesian"):
+            raise ValueError(f"throughput_estimator {throughput!r}: 'robust' or 'bayesian'")
+        self.acked_est: RobustThroughputEstimator | AcknowledgedBitrateEstimator = (
+            RobustThroughputEstimator() if throughput == "robust"
+            else AcknowledgedBitrateEstimator()
+        )  # fmt: skip
         self.latest_acked_bps: float | None = None  # latest_estimated_throughput_
         self.last_max_seq = -1
         self._was_alr = False
@@ -111,6 +107,35 @@ class Gcc(RateController):
             self.alr.set_estimate(self.rate)
 
     # -- trendline (inter-arrival grouping is inlined in on_feedback) -------------------
+    def _new_delay_detector(self) -> None:
+        """A fresh inter-arrival grouping, trendline and over-use detector: at the start, and
+        when no feedback came for more than 2 s (DelayBasedBwe's kStreamTimeOut: libwebrtc
+        builds new InterArrivalDelta and TrendlineEstimator objects), so an outage's last
+        stragglers do not read as over-use against the delays from before it."""
+        # inter-arrival grouping
+        self.g_first_send = -1.0
+        self.g_last_send = 0.0
+        self.g_last_arr = 0.0
+        self.g_first_arr = 0.0
+        self.prev_group = None
+        # trendline
+        self.acc = 0.0
+        self.smoothed = 0.0
+        self.hist.clear()
+        self._n_upd = 0
+        self._ref = 0.0
+        self._sx = self._sy = self._sxx = self._sxy = 0.0
+        self.first_arr = -1.0
+        self.num_deltas = 0
+        self.trend = 0.0
+        self.prev_trend = 0.0
+        # overuse detector
+        self.threshold = 12.5
+        self.last_thr_ms = -1.0
+        self.time_over = -1.0
+        self.over_count = 0
+        self.signal = "normal"
+
     def _trendline(self, delta_ms: float, arr_ms: float, send_d: float) -> None:
         self.num_deltas = min(self.num_deltas + 1, 1000)
         if self.first_arr < 0:
@@ -236,10 +261,11 @@ class Gcc(RateController):
 
     def _near_max_increase_bps_per_s(self) -> float:
         """``GetNearMaxIncreaseRateBpsPerSecond``: one average packet of a 30 fps frame
-        (packets <= 1200 bytes) per response time (rtt + 100 ms), at least 4 kbit/s/s."""
+        (packets <= 1200 bytes) per twice the response time (2 x (rtt + 100 ms): M125 doubles
+        it), at least 4 kbit/s/s."""
         bits_per_frame = self.rate / 30.0
         pkts = max(1.0, math.ceil(bits_per_frame / (1200 * 8)))
-        resp_s = (self.rtt_ms + 100.0) / 1000.0
+        resp_s = 2.0 * (self.rtt_ms + 100.0) / 1000.0
         return max(4000.0, bits_per_frame / pkts / resp_s)
 
     def _change_bitrate(self, now_ms: float, acked: float | None) -> None:
@@ -253,10 +279,10 @@ class Gcc(RateController):
           multiplicative 8 %/s (1.08 ^ min(dt, 1 s), at least 1 kbit/s); never above
           1.5 x acked + 10 kbit/s, and an estimate already above that limit (e.g. a probe
           result) is kept, not cut;
-        - decrease: beta (0.85) x acked, or beta x the link capacity if that would be an
-          increase and a capacity estimate exists; never an increase; the capacity estimate
-          is dropped if the acked rate is below its lower bound, then updated with the acked
-          rate (``OnOveruseDetected``); hold afterwards.
+        - decrease: beta (0.85) x acked less 5 kbit/s, or beta x the link capacity if that
+          would be an increase and a capacity estimate exists; never an increase; the capacity
+          estimate is dropped if the acked rate is below its lower bound, then updated with
+          the acked rate (``OnOveruseDetected``); hold afterwards.
 
         Without an acked rate yet, the latest one stands in (none: no limit)."""
         if acked is not None:
@@ -288,6 +314,8 @@ class Gcc(RateController):
             self.last_change_ms = now_ms
         elif self.state == "decrease" and tput is not None:
             new = self.BETA * tput
+            if new > 5e3:  # "slightly lower than the measured throughput"
+                new -= 5e3
             if new > rate and cap.has_estimate():
                 new = self.BETA * cap.estimate_bps()
             rate = min(rate, new)
@@ -306,6 +334,10 @@ class Gcc(RateController):
             # transport feedback then, and DelayBasedBwe makes no update from an empty
             # report, so the estimate holds (it used to climb blindly through outages)
             return
+        last = self.last_feedback_us
+        if last is not None and now_us - last > STREAM_TIMEOUT_US:
+            self._new_delay_detector()
+        self.last_feedback_us = now_us
         rows = sorted(zip(fb.seqs, fb.send_us, fb.recv_us, fb.sizes, strict=True))
         probe_bps = self._probe_feedback(rows) if self.probe_seq else None
         # goog_cc_network_control.cc: an ALR period that ended lets the acked estimate move

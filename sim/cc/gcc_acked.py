@@ -7,6 +7,10 @@
 - ``AcknowledgedBitrateEstimator`` (``acknowledged_bitrate_estimator.cc``): feeds every
   acknowledged packet (in receive-time order) to a ``BitrateEstimator``, and lets the estimate
   move fast again after an application-limited period ends;
+- ``RobustThroughputEstimator`` (``robust_throughput_estimator.cc``): the acknowledged rate
+  libwebrtc M125 actually feeds the AIMD (``WebRTC-Bwe-RobustThroughputEstimatorSettings``
+  is ``enabled`` by default since M11x): over a window of >= 20 packets and >= 1 s, never
+  above the rate the packets were sent at;
 - ``LinkCapacityEstimator`` (``link_capacity_estimator.cc``): the link capacity AIMD keeps
   from the acked rates at over-use, with its 3-sigma bounds, all in kbit/s.
 
@@ -17,6 +21,7 @@ defaults); no code is copied. Times are integer microseconds, rates bit/s at the
 from __future__ import annotations
 
 import math
+from collections import deque
 
 # --- BitrateEstimator (bitrate_estimator.cc; WebRTC-BweThroughputWindowConfig defaults) ----
 INITIAL_RATE_WINDOW_MS = 500  # kInitialRateWindowMs ("initial_window_ms")
@@ -30,6 +35,14 @@ ESTIMATE_FLOOR_KBPS = 0.0  # "floor"
 INITIAL_ESTIMATE_VAR = 50.0  # bitrate_estimate_var_ at construction
 ESTIMATE_VAR_GROWTH = 5.0  # added to the estimate's variance before every update
 FAST_RATE_CHANGE_VAR = 200.0  # ExpectFastRateChange: added to the estimate's variance
+
+# --- RobustThroughputEstimator (RobustThroughputEstimatorSettings defaults, M125) ---------
+ROBUST_WINDOW_PACKETS = 20  # "window_packets"
+ROBUST_MAX_WINDOW_PACKETS = 500  # "max_window_packets"
+ROBUST_MIN_WINDOW_US = 1_000_000  # "window_duration"
+ROBUST_MAX_WINDOW_US = 5_000_000  # "max_window_duration"
+ROBUST_REQUIRED_PACKETS = 10  # "required_packets"
+MAX_REORDERING_US = 1_000_000  # kMaxReorderingTime: a larger step back clears the window
 
 # --- LinkCapacityEstimator (link_capacity_estimator.cc) ----------------------------------
 CAPACITY_ALPHA_OVERUSE = 0.05  # OnOveruseDetected: Update(acked rate, 0.05)
@@ -145,6 +158,100 @@ class AcknowledgedBitrateEstimator:
 
     def bitrate_bps(self) -> float | None:
         return self.est.bitrate_bps()
+
+
+class RobustThroughputEstimator:
+    """libwebrtc's RobustThroughputEstimator, the default acknowledged-rate estimator of M125.
+
+    It keeps the acknowledged packets (send time, receive time, size) of the smallest window
+    holding at least 20 packets and the last 1 s of receptions (at most 500 packets and
+    5 s). Its rate, once 10 packets are in:
+
+    - receive rate = (bytes - the first received packet's) / (receive span - the largest gap
+      between two receptions + the second largest), the span at least 1 ms: a stall followed
+      by a burst does not pull it down;
+    - send rate = (bytes - the last sent packet's) / send span, over the packets not sent
+      before one already dropped from the window (reordered ones);
+    - the estimate is the smaller of the two: never above what was sent. A cell that drains
+      a backlog in a burst after an outage therefore reads as the rate the sender sent at,
+      where the Bayesian 150 ms windows of ``AcknowledgedBitrateEstimator`` read the burst.
+
+    Every packet has a transport sequence number here, so ``prior_unacked_data`` is 0 and
+    ``unacked_weight`` does not matter; ALR does not change this estimator."""
+
+    def __init__(self) -> None:
+        self.window: deque[tuple[int, int, int]] = deque()  # (send_us, recv_us, size)
+        self.latest_discarded_send_us = -math.inf
+
+    def _first_outside(self) -> bool:
+        w = self.window
+        if not w:
+            return False
+        if len(w) > ROBUST_MAX_WINDOW_PACKETS:
+            return True
+        span = w[-1][1] - w[0][1]
+        if span > ROBUST_MAX_WINDOW_US:
+            return True
+        return len(w) > ROBUST_WINDOW_PACKETS and span > ROBUST_MIN_WINDOW_US
+
+    def on_packets(self, rows: list[tuple[int, int, int]]) -> None:
+        """``rows``: (send_us, recv_us, size) of received packets, sorted by receive time."""
+        w = self.window
+        for send_us, recv_us, size in rows:
+            w.append((send_us, recv_us, size))
+            i = len(w) - 1  # reports may come reordered: keep the window in receive order
+            while i > 0 and w[i][1] < w[i - 1][1]:
+                w[i], w[i - 1] = w[i - 1], w[i]
+                i -= 1
+            if w[-1][1] - recv_us > MAX_REORDERING_US:
+                w.clear()
+                self.latest_discarded_send_us = -math.inf
+        while self._first_outside():
+            self.latest_discarded_send_us = max(self.latest_discarded_send_us, w[0][0])
+            w.popleft()
+
+    def set_alr(self, in_alr: bool) -> None:
+        """ALR does not change this estimator (libwebrtc: SetAlr is a no-op)."""
+
+    def set_alr_ended_time(self, now_us: int) -> None:
+        """Neither does ALR's end (SetAlrEndedTime is a no-op)."""
+
+    def bitrate_bps(self) -> float | None:
+        w = self.window
+        if len(w) < ROBUST_REQUIRED_PACKETS:
+            return None
+        gap1 = gap2 = 0
+        prev_recv = w[0][1]
+        first_recv, last_recv = math.inf, -math.inf
+        first_recv_size = 0
+        first_send, last_send = math.inf, -math.inf
+        last_send_size = 0
+        recv_bytes = send_bytes = sent_in_window = 0
+        discarded = self.latest_discarded_send_us
+        for send_us, recv_us, size in w:
+            gap = recv_us - prev_recv
+            prev_recv = recv_us
+            if gap > gap1:
+                gap1, gap2 = gap, gap1
+            elif gap > gap2:
+                gap2 = gap
+            if recv_us < first_recv:
+                first_recv, first_recv_size = recv_us, size
+            last_recv = max(last_recv, recv_us)
+            recv_bytes += size
+            if send_us < discarded:
+                continue
+            if send_us > last_send:
+                last_send, last_send_size = send_us, size
+            first_send = min(first_send, send_us)
+            send_bytes += size
+            sent_in_window += 1
+        recv_us_span = max(last_recv - first_recv - gap1 + gap2, 1000)
+        recv_bps = (recv_bytes - first_recv_size) * 8e6 / recv_us_span
+        if sent_in_window < ROBUST_REQUIRED_PACKETS:
+            return recv_bps
+        send_us_span = max(last_send - first_send, 1000)
+        return min((send_bytes - last_send_size) * 8e6 / send_us_span, recv_bps)
 
 
 class LinkCapacityEstimator:

@@ -82,8 +82,11 @@ def ensure_clip(width: int = WIDTH, height: int = HEIGHT, fps: int = FPS) -> Pat
     return out
 
 
-def chromium_argv(profile: Path, origin: str, url: str, clip: Path | None) -> list[str]:
-    """Headless Chromium for one page (docs/emulated-cell.md, "A Chromium call": why each)."""
+def chromium_argv(profile: Path, origin: str, url: str, clip: Path | None,
+                  event_log: Path | None = None) -> list[str]:  # fmt: skip
+    """Headless Chromium for one page (docs/emulated-cell.md, "A Chromium call": why each).
+    ``event_log``: a folder for libwebrtc's RTC event log of each peer connection (its
+    bandwidth estimates, probes and every RTP/RTCP header: ``sim/chromium/event_log.py``)."""
     argv = [
         CHROMIUM, "--headless=new", "--no-sandbox", "--no-first-run",
         "--no-default-browser-check", "--disable-background-networking",
@@ -99,6 +102,9 @@ def chromium_argv(profile: Path, origin: str, url: str, clip: Path | None) -> li
     if clip is not None:
         argv += ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
                  f"--use-file-for-fake-video-capture={clip}"]  # fmt: skip
+    if event_log is not None:
+        event_log.mkdir(parents=True, exist_ok=True)
+        argv.append(f"--webrtc-event-logging={event_log}")
     return [*argv, url]
 
 
@@ -192,13 +198,20 @@ async def _wait_file(path: Path, timeout: float, procs: list[asyncio.subprocess.
 
 async def run_call(server_ns: str, ue_ns: str, arm: str, seconds: float, out: Path,
                    feedback_port: int = 9100,
-                   sender_page: str = "sender.html") -> dict[str, Any]:  # fmt: skip
+                   sender_page: str = "sender.html",
+                   event_log: bool = False) -> dict[str, Any]:  # fmt: skip
     """One call of ``seconds`` between the server namespace and a real UE's (of a live run
     already up); its files go to ``out``; returns ``summarize``'s figures and how it ended.
     ``sender_page``: another page the page server serves (``occ-rate-example.html``, which
-    records nothing: the call then ends when the receiver's does)."""
+    records nothing: the call then ends when the receiver's does). ``event_log``: the
+    sender's libwebrtc event log into ``out/event-log/``."""
     if arm not in ARMS:
         raise ValueError(f"arm {arm!r}: one of {', '.join(ARMS)}")
+    stale = [f.name for f in (out / "call.json", out / "done-sender", out / "done-receiver")
+             if f.exists()]  # fmt: skip
+    if stale:  # its done-* markers would end this call at once, its files would be overwritten
+        raise FileExistsError(f"{out} holds a call already ({', '.join(stale)}): give an empty "
+                              "folder")  # fmt: skip
     clip = ensure_clip()
     out.mkdir(parents=True, exist_ok=True)
     for n in (server_ns, ue_ns):
@@ -225,7 +238,8 @@ async def run_call(server_ns: str, ue_ns: str, arm: str, seconds: float, out: Pa
         rcv = await procs.start("chromium-receiver", ue_ns, chromium_argv(
             out / "profile-receiver", origin, f"{origin}/receiver.html?{q}", None))  # fmt: skip
         snd = await procs.start("chromium-sender", server_ns, chromium_argv(
-            out / "profile-sender", origin, f"{origin}/{sender_page}?{q}", clip))  # fmt: skip
+            out / "profile-sender", origin, f"{origin}/{sender_page}?{q}", clip,
+            out / "event-log" if event_log else None))  # fmt: skip
         budget = seconds + 40.0  # start-up on a loaded 2-core machine, then the call
         if sender_page == "sender.html":
             ok = await _wait_file(out / "done-sender", budget, [ps, snd, rcv])
@@ -248,12 +262,13 @@ async def run_call(server_ns: str, ue_ns: str, arm: str, seconds: float, out: Pa
 
 
 async def chromium_call(sim: LiveSim, arm: str, seconds: float, out: Path,
-                        feedback_port: int = 9100, ue: int = 0) -> dict[str, Any]:  # fmt: skip
+                        feedback_port: int = 9100, ue: int = 0,
+                        event_log: bool = False) -> dict[str, Any]:  # fmt: skip
     """``run_call`` on ``sim``'s real UE ``ue``, with what the cell counted during the call."""
     assert sim.real is not None
     st0 = sim.real.status()
     res = await run_call(sim.real.ns.server_ns, sim.real.ns.ue_ns[ue], arm, seconds, out,
-                         feedback_port)  # fmt: skip
+                         feedback_port, event_log=event_log)  # fmt: skip
     st1 = sim.real.status()
     u0, u1 = st0["ues"][ue], st1["ues"][ue]
     res["cell"] = {
@@ -413,6 +428,11 @@ def main(argv: list[str] | None = None) -> int:
         default="sender.html",
         help="the sender's page (occ-rate-example.html: docs/occ.md's example)",
     )
+    ap.add_argument(
+        "--event-log",
+        action="store_true",
+        help="keep the sender's libwebrtc RTC event log in OUT/event-log/",
+    )
     a = ap.parse_args(argv)
     server_ns, ue_ns = a.server_ns, a.ue_ns
     if a.status is not None:
@@ -422,7 +442,9 @@ def main(argv: list[str] | None = None) -> int:
     if not server_ns or not ue_ns:
         ap.error("give --status, or --server-ns and --ue-ns")
     res = asyncio.run(
-        run_call(server_ns, ue_ns, a.arm, a.seconds, a.out, a.feedback_port, a.sender_page)
+        run_call(
+            server_ns, ue_ns, a.arm, a.seconds, a.out, a.feedback_port, a.sender_page, a.event_log
+        )
     )
     print(json.dumps(res, indent=1))
     return 0 if res["completed"] else 1

@@ -50,6 +50,7 @@ class PageServer:
         self.queued: dict[str, list[str]] = {r: [] for r in ROLES}
         self.subscribers: set[asyncio.Queue[str]] = set()
         self._files: dict[str, Any] = {}
+        self.bad_signalling = 0  # messages that were not JSON objects (dropped, logged)
 
     def _append(self, name: str, line: str) -> None:
         f = self._files.get(name)
@@ -97,10 +98,19 @@ class PageServer:
         async for m in ws:
             if m.type != WSMsgType.TEXT:
                 continue
-            kind = json.loads(m.data).get("type")
-            self._append(
-                "signalling.jsonl", json.dumps({"t": _now_ms(), "from": role, "type": kind})
-            )
+            try:
+                d = json.loads(m.data)
+            except ValueError:
+                d = None
+            if not isinstance(d, dict):  # the pages send JSON objects; anything else is dropped
+                self.bad_signalling += 1
+                self._append("pages.log", f"{_now_ms()} {role}: signalling message is not a "
+                             f"JSON object, dropped ({self.bad_signalling} so far)")  # fmt: skip
+                continue
+            entry = {"t": _now_ms(), "from": role, "type": d.get("type")}
+            if isinstance(d.get("sdp"), str):  # the offer's and answer's codecs, on record
+                entry["sdp"] = d["sdp"]
+            self._append("signalling.jsonl", json.dumps(entry))
             peer = self.sockets.get(other)
             if peer is not None and not peer.closed:
                 await peer.send_str(m.data)

@@ -2,7 +2,8 @@
 
 ``docs/eval-webrtc.json`` holds ``octoric eval webrtc``'s calls: Debian's Chromium 156
 (libwebrtc untouched) across the emulated cell on a constant 10 Mbit/s cell, the three
-Mahimahi LTE traces and the OCC paper's PHY routes, three seeds each (2026-11-28, this 2-core
+Mahimahi LTE traces, the OCC paper's PHY routes and a constant 1.5 Mbit/s cell its encoder
+fills (``chromium-gcc`` only), three seeds each (2026-11-28, this 2-core
 machine; docs/eval-webrtc.md). Each call's model twin is made again here from the code at
 hand, over the call's own window of the same trace and seed, and held to what the report
 claims: on the rows in ``AGREE`` the model's mean over the seeds is within 20 % of
@@ -32,7 +33,9 @@ AGREE: dict[str, tuple[tuple[str, str], ...]] = {
     "route-good": (UTIL, P99),
     "route-blockage": (UTIL, P99),
     "route-poor": (UTIL, P99),
-    # utilization differs on the LTE traces (0.78x, 1.43x, 1.51x): docs/sim.md, "Against
+    # a link the encoder fills (GCC at capacity): the model's p99 is 1.51x Chromium's
+    "constant-1.5mbps": (UTIL,),
+    # utilization differs on the LTE traces (0.39x, 1.36x, 1.22x): docs/sim.md, "Against
     # Chromium", has what was measured about why
     "ATT-LTE-driving": (P99,),
     "TMobile-LTE-short": (P99,),
@@ -74,7 +77,7 @@ def test_the_recorded_calls_are_real_and_complete() -> None:
 
 @pytest.mark.parametrize("row", sorted(AGREE))
 def test_the_gcc_model_stays_within_20_percent_of_chromium(row: str) -> None:
-    if not row.startswith("route-") and not TRACES.is_dir() and row != "constant-10mbps":
+    if not row.startswith(("route-", "constant-")) and not TRACES.is_dir():
         pytest.skip(f"no Mahimahi traces at {TRACES}")
     calls = _calls()[row]
     twins = [_twin(row, k + 1, c) for k, c in enumerate(calls)]

@@ -281,6 +281,20 @@ def test_gcc_probes_back_after_a_drop_that_follows_an_app_limited_period() -> No
     assert ctrl.rate < 3e6  # the probe result did not lift it above the 2 Mbit/s link
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "not met by the libwebrtc-faithful model (issue #47, 2026-11-28): with M125's default "
+        "RobustThroughputEstimator a back-off soon after another lands at 0.85 x the rate "
+        "sent over the last second, and the additive increase (one packet per "
+        "2 x (rtt + 100 ms)) climbs ~35 kbit/s/s at 10 Mbit/s: 0.705 mean over 10-20 s "
+        "(0.61-0.84), 0.752 over 10-60 s; the model before gave 0.886. Chromium cannot "
+        "be measured at 10 Mbit/s here (its 640x360 VP8 stops near 3 Mbit/s); where its "
+        "encoder fills the link (1.5 Mbit/s) it used 84 %, and "
+        "tests/experiments/test_webrtc_model_check.py holds the model to it. Strict: a model "
+        "change that meets the criterion again must be checked."
+    ),
+)
 def test_gcc_settles_at_85_percent_of_a_constant_link_with_webrtc_video() -> None:
     """Issue #14's GCC criterion: on a constant 10 Mbit/s link, from 0.3 Mbit/s, GCC with its
     probing carries >= 85 % of the link over 10-20 s, averaged over 10 seeds (the lower end of

@@ -215,7 +215,7 @@ def test_aimd_decrease_is_beta_times_acked() -> None:
     g = _gcc(5e6)
     g.signal = "overuse"
     g._change_bitrate(1000.0, 4e6)
-    assert g.rate == pytest.approx(0.85 * 4e6)
+    assert g.rate == pytest.approx(0.85 * 4e6 - 5e3)  # "slightly lower": 5 kbit/s less
     assert g.state == "hold"
     assert g.capacity.estimate_bps() == pytest.approx(4e6)  # OnOveruseDetected(acked)
 
@@ -254,9 +254,10 @@ def test_aimd_increase_additive_near_capacity() -> None:
     g.signal = "normal"
     g.last_change_ms = 1000.0
     g._change_bitrate(1500.0, 5e6)
-    # 5 Mbit/s at 30 fps: 20833-byte frames in 18 packets of 1157 bytes; one per 140 ms
+    # 5 Mbit/s at 30 fps: 20833-byte frames in 18 packets of 1157 bytes; one per twice the
+    # response time, 2 x (40 + 100) ms (M125's GetNearMaxIncreaseRateBpsPerSecond)
     frame_bits = 5e6 / 30
-    per_s = frame_bits / math.ceil(frame_bits / 9600) / 0.140
+    per_s = frame_bits / math.ceil(frame_bits / 9600) / 0.280
     assert g.rate == pytest.approx(5e6 + 0.5 * per_s)
     assert g.capacity.has_estimate()
 
@@ -301,11 +302,11 @@ def test_overuse_reduces_only_when_it_is_time() -> None:
     g._aimd(1_020_000, 0.0)  # 20 ms < 40 ms since the last change: no decrease
     assert g.rate == 2.2e6
     g._aimd(1_040_000, 0.0)
-    assert g.rate == pytest.approx(0.85 * acked)
+    assert g.rate == pytest.approx(0.85 * acked - 5e3)
     g.rate = 5e6
     g.last_change_ms = 1040.0
     g._aimd(1_045_000, 0.0)  # acked < 0.5 x estimate: reduce at once
-    assert g.rate == pytest.approx(0.85 * acked)
+    assert g.rate == pytest.approx(0.85 * acked - 5e3)
 
 
 def test_burst_packets_join_the_inter_arrival_group() -> None:
@@ -352,9 +353,14 @@ class _LoggingGcc(Gcc):
 @pytest.mark.parametrize("seed", [1, 2, 4])
 def test_gcc_backs_off_from_an_acked_rate_that_follows_the_link(seed: int) -> None:
     """On a constant 10 Mbit/s link, every over-use back-off after the start-up is to 0.85 x
-    an acked estimate within 15 % of what actually arrived in the last 500 ms (the old
-    500 ms sliding window lagged right after a probe), or none when that would be an
-    increase; GCC then sits at ~0.82-0.85 x the link (docs/sim.md)."""
+    an acked estimate (less 5 kbit/s) within 15 % of what actually arrived in the last
+    500 ms (the old 500 ms sliding window lagged right after a probe), or none when that
+    would be an increase.
+
+    No floor under a cut: with libwebrtc's RobustThroughputEstimator the acked rate is what
+    was sent over the last >= 1 s, so a cut soon after another lands lower (seed 2: 8.28 ->
+    5.85 Mbit/s, acked 6.89, 6.84 arrived). The 0.6 x link floor this test had held only
+    for the Bayesian estimator, which read the link's bursts (docs/sim.md)."""
     register_scheme("test-gcc-log")(_LoggingGcc)
     try:
         flow = FlowSpec(scheme="test-gcc-log", start_mbps=0.3)
@@ -369,9 +375,8 @@ def test_gcc_backs_off_from_an_acked_rate_that_follows_the_link(seed: int) -> No
     assert late, "no over-use after the start-up"
     for _, before, after, acked, cap, win in late:
         assert acked == pytest.approx(win, rel=0.15)
-        want = 0.85 * acked
+        want = 0.85 * acked - 5e3  # "slightly lower than the measured throughput"
         if want > before and cap is not None:
             want = 0.85 * cap
         assert after == pytest.approx(min(before, want))
-    real = [c for c in late if c[2] < c[1]]
-    assert real and all(c[2] >= 0.6 * 10e6 for c in real)
+    assert any(c[2] < c[1] for c in late)  # a back-off did happen
