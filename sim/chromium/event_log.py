@@ -212,12 +212,12 @@ def read(path: Path) -> EventLog:
             log.utc_offset_ms = _signed64(f.get(3, 0)) - _signed64(f.get(1, 0))
         elif num == DELAY_BASED:
             for e in _batch(msg, {1: 101, 2: 102, 3: 103}, 4):
-                log.delay_based.append(
-                    (_signed64(e.get(1, 0)), e.get(2, 0), DETECTOR.get(e.get(3, 0), "?")))  # fmt: skip
+                state = DETECTOR.get(e.get(3, 0), "?")
+                log.delay_based.append((_signed64(e.get(1, 0)), e.get(2, 0), state))
         elif num == LOSS_BASED:
             for e in _batch(msg, {1: 101, 2: 102, 3: 103, 4: 104}, 5):
-                log.loss_based.append(
-                    (_signed64(e.get(1, 0)), e.get(2, 0), e.get(3, 0) / 255.0, e.get(4, 0)))  # fmt: skip
+                loss = e.get(3, 0) / 255.0
+                log.loss_based.append((_signed64(e.get(1, 0)), e.get(2, 0), loss, e.get(4, 0)))
         elif num in (PROBE_CLUSTER, PROBE_SUCCESS, PROBE_FAILURE, ALR_STATE):
             f = _ints(msg)
             t = _signed64(f.get(1, 0))
