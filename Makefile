@@ -18,7 +18,7 @@ help:
 	@echo "make test      the default test suite (< 20 min): Python + native"
 	@echo "make test-all  every suite, slow and sanitizer ones included"
 	@echo "make bench     benchmarks; writes docs/benchmarks.md"
-	@echo "make eval-webrtc  Chromium calls across the emulated cell beside the GCC model (root, ~55 min)"
+	@echo "make eval-webrtc  Chromium calls across the emulated cell beside the GCC model (root, ~60 min)"
 	@echo "make eval      the five papers' reports: OCC (build/occ-eval/), Dumbo, MORC, ToN'22, SEC'23 (docs/eval-*.md)"
 	@echo "make charts    the xApps' Helm charts: lint, render, schema check, policy scan, descriptors, NetworkPolicies"
 	@echo "make images    build the xApps' container images (docker or buildah; REGISTRY=, TAG=)"
@@ -151,8 +151,8 @@ eval: setup $(RACA_TRACES)/.done
 	  cp build/$$n-eval/eval-$$n*.png docs/; \
 	done
 
-# Chromium's libwebrtc across the emulated cell beside the simulator (issue #47; root, ~55 min:
-# 42 calls of 60 s, each alone on the machine), published as docs/eval-webrtc.*
+# Chromium's libwebrtc across the emulated cell beside the simulator (issue #47; root, ~60 min:
+# 45 calls of 60 s, each alone on the machine), published as docs/eval-webrtc.*
 .PHONY: eval-webrtc
 eval-webrtc: setup browser webrtc-clip
 	$(VENV)/bin/octoric eval webrtc --traces $(EVAL_TRACES) --out build/webrtc-eval

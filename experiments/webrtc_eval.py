@@ -5,10 +5,9 @@ docs/emulated-cell.md, "A Chromium call").
 Rows: a constant 10 Mbit/s cell, each Mahimahi LTE trace of ``--traces`` and the OCC paper's
 PHY routes (good, blockage, poor), and a constant 1.5 Mbit/s cell the encoder can fill
 (``chromium-gcc`` only: the model's check at capacity); ``--quick``: the 10 Mbit/s cell, one
-seed, 20 s calls. Per
-row and seed, two arms, each a live run of the cell with one real UE, the RIC and the OCC
-xApp, and a call between two headless Chromium instances (``octoric.sim.chromium.call``;
-libwebrtc untouched, VP8 of a real clip at 640x360, 25 fps):
+seed, 20 s calls. Per row and seed, two arms, each a live run of the cell with one real UE,
+the RIC and the OCC xApp, and a call between two headless Chromium instances
+(``octoric.sim.chromium.call``; libwebrtc untouched, VP8 of a real clip at 640x360, 25 fps):
 
 - ``chromium-gcc``: Chromium's own congestion control;
 - ``chromium-occ``: the sender page caps its encoder at OCC's rate for the flow
