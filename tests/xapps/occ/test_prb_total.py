@@ -40,10 +40,13 @@ PRB_TOTAL = "OCC.PrbTotalDl"
 N_PRB = 106
 
 
-def _sim_gnb(ues: int = 3) -> tuple[Engine, E2Agent]:
+def _sim_gnb(ues: int = 3, flow_params: dict[str, object] | None = None) -> tuple[Engine, E2Agent]:
     sc = load("multi-ue")
     apply_layout(sc, cells=1, ues=ues)  # one cell: no handovers, every row valid
     sc.ran.n_prb = N_PRB
+    for ue in sc.ues:
+        for f in ue.flows:
+            f.params = {**f.params, **(flow_params or {})}
     sc.duration_s = 3
     return offline_agent(sc, 4)
 
@@ -252,8 +255,14 @@ def _subscribe(agent: E2Agent, xapp: OccXapp, node: E2Node, instance: int) -> No
 def test_degraded_mode_tracks_full_occ_on_the_same_cell() -> None:
     """The degraded estimate against OCC proper, on one simulated cell: the same gNB serves
     two subscriptions, the full measurements to one xApp and the standard ones only to
-    another (as a stock gNB would), over 8 s of 4 video UEs."""
-    eng, agent = _sim_gnb(ues=4)
+    another (as a stock gNB would), over 8 s of 4 video UEs.
+
+    The load is part of the fixture: degraded mode sees only delivered bits, so its ratio to
+    OCC proper falls where the senders leave the cell idle. The bounds below were measured
+    with GCC's Bayesian acked-rate estimator, which these flows keep; with M125's robust one
+    (the default since issue #47's event-log comparison) GCC leaves more of this fading cell
+    idle and the ratio is median 0.62, p10 0.23 (docs/occ.md, "Degraded mode")."""
+    eng, agent = _sim_gnb(ues=4, flow_params={"throughput_estimator": "bayesian"})
     full, stock = (OccXapp(free_port(), free_port(),
                            sdl=SdlStore("occ", storage=SyncStorage(fake_db_backend="dict")))
                    for _ in range(2))  # fmt: skip
