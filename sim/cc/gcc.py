@@ -67,7 +67,7 @@ class Gcc(RateController):
         self.rate = ctx.start_bps
         self.rtt_ms = ctx.rtt_ms
         self.hist: deque[tuple[float, float]] = deque()
-        self.prev_group: tuple[float, float] | None = None
+        self.prev_group: tuple[float, float] | None  # set by _new_delay_detector
         self._new_delay_detector()
         self.last_feedback_us: int | None = None  # DelayBasedBwe's last_seen_packet_
         # AIMD (aimd_rate_control.cc)

@@ -250,12 +250,18 @@ def read_dir(folder: Path) -> EventLog:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m octoric.sim.chromium.event_log FILE``: the counts, then each BWE event."""
+    """``python -m octoric.sim.chromium.event_log LOG``: the counts, then each BWE event (LOG:
+    a log file, or a call's ``event-log/`` folder holding one)."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m octoric.sim.chromium.event_log EVENT_LOG", file=sys.stderr)
+        print("usage: python -m octoric.sim.chromium.event_log EVENT_LOG|FOLDER", file=sys.stderr)
         return 2
-    log = read(Path(args[0]))
+    path = Path(args[0])
+    try:
+        log = read_dir(path) if path.is_dir() else read(path)
+    except (EventLogError, OSError) as e:
+        print(f"event_log: {e}", file=sys.stderr)
+        return 1
     print(json.dumps(log.summary()))
     for t, bps, state in log.delay_based:
         print(f"{t} delay-based {bps / 1e3:.0f} kbit/s {state}")

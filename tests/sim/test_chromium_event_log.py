@@ -96,3 +96,18 @@ def test_bad_logs_raise_clearly(tmp_path: Path) -> None:
     junk.write_bytes(b"\x0f" * 64)  # wire type 7
     with pytest.raises(EventLogError):
         read(junk)
+
+
+def test_the_command_reads_a_file_or_a_calls_folder(tmp_path: Path, capsys) -> None:
+    from octoric.sim.chromium.event_log import main
+
+    folder = tmp_path / "event-log"
+    folder.mkdir()
+    (folder / "event_log_1.log").write_bytes((VECTORS / "verizon-lte-seed1.log").read_bytes())
+    assert main([str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert '"delay_based": 728' in out and "overusing" in out
+    (tmp_path / "junk.log").write_bytes(b"\x0f" * 8)
+    assert main([str(tmp_path / "junk.log")]) == 1
+    assert "wire type" in capsys.readouterr().err
+    assert main([str(tmp_path / "missing.log")]) == 1
