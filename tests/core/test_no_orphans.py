@@ -365,14 +365,15 @@ def test_a_busy_port_names_the_live_run_and_octoric_stop_ends_it(
 ) -> None:
     port = free_port()
     live = _runner(tmp_path / "a", cleanup, "", f"redis.port={port}")
-    procs = _wait_for("redis-server", live, cleanup)
+    # the server by its port: the runner's `redis-server --version` probe is a descendant too
+    procs = _wait_for(f"--port {port}", live, cleanup)
     _wait_ping(port)
     # a second run on its port: the error names the run that holds it and `octoric stop`,
     # not a Redis to use (redis.external)
     second = _runner(tmp_path / "b", cleanup, "", f"redis.port={port}", "duration=5")
     out, _ = second.communicate(timeout=60)
     assert second.returncode == 1, out[-3000:]
-    redis_pid = next(k[0] for k, c in procs.items() if "redis-server" in c)
+    (redis_pid,) = [k[0] for k, c in procs.items() if f"--port {port}" in c]
     assert f"pid {redis_pid}" in out and "octoric stop" in out, out[-3000:]
     assert "redis.external" not in out, out[-3000:]
     assert live.poll() is None  # the running run is left alone
