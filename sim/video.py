@@ -49,6 +49,13 @@ class VideoConfig:
     # header extensions); libwebrtc subtracts their rate from the encoder's target
     # (send-side BWE with overhead); 0: packets are their payload
     packet_overhead_bytes: int = 0
+    # the bytes a packet costs in the sender's own rate accounting, which takes their rate
+    # (at packets of mtu + packet_overhead_bytes) off the network rate before the encoder
+    # gets it; None: packet_overhead_bytes. Right after the network rate falls by 10 % or
+    # more, for target_decrease_s, target_decrease_overhead_bytes instead (None: the same)
+    target_overhead_bytes: int | None = None
+    target_decrease_overhead_bytes: int | None = None
+    target_decrease_s: float = 3.0
     octopus: bool = False  # mark packets with the Octopus header
     min_bps: float = 50e3
     max_bps: float = 200e6
@@ -75,6 +82,14 @@ WEBRTC_PACER_BURST_MS = 40.0
 # (issue #47): RTP header with extensions 25 (getStats headerBytesSent / packetsSent), SRTP
 # and the transport's ~12 (candidate-pair bytesSent over outbound-rtp's), IPv4 + UDP 28
 WEBRTC_PACKET_OVERHEAD_BYTES = 65
+# what Chromium 156 takes off its estimate before its encoder gets it, per packet at packets
+# of 1265 bytes (docs/sim.md "The encoder's share"): getStats' targetBitrate against
+# availableOutgoingBitrate in six event-log calls (tests/sim/vectors/chromium-target-share):
+# median 131 bytes in steady state (p25 118, p75 169; M125's RtpVideoSender would take ~68:
+# its header estimate and the transport's), 233 bytes in the 3 s after a fall of 10 % or
+# more (p25 187, p75 309), a reserve libwebrtc's own code (M125) does not explain
+WEBRTC_TARGET_OVERHEAD_BYTES = 131
+WEBRTC_TARGET_DECREASE_OVERHEAD_BYTES = 220
 
 
 def webrtc_video(**overrides: Any) -> VideoConfig:
@@ -86,6 +101,8 @@ def webrtc_video(**overrides: Any) -> VideoConfig:
         "encoder": "x264", "vbv_frames": 4.0, "gop": WEBRTC_KEY_FRAME_INTERVAL,
         "keyframe_on_loss": True, "pacer_burst_ms": WEBRTC_PACER_BURST_MS,
         "packet_overhead_bytes": WEBRTC_PACKET_OVERHEAD_BYTES,
+        "target_overhead_bytes": WEBRTC_TARGET_OVERHEAD_BYTES,
+        "target_decrease_overhead_bytes": WEBRTC_TARGET_DECREASE_OVERHEAD_BYTES,
     }  # fmt: skip
     cfg.update(overrides)
     return VideoConfig(**cfg)
@@ -239,6 +256,8 @@ class VideoSender:
         self.probes: deque[_ActiveProbe] = deque()  # clusters to send, the first is active
         self.record_sent = False  # keep a SentBatch for the rate controller (``take_sent``)
         self.sent_log = SentBatch()
+        self.last_network_bps = 0.0  # payload_bps' last network rate and when it fell
+        self.decrease_us = -(1 << 62)
 
     def add_probe(self, cluster: ProbeCluster) -> None:
         """Queue a probe cluster (libwebrtc BitrateProber::CreateProbeCluster): the pacer
@@ -351,16 +370,25 @@ class VideoSender:
         self.sent_bytes += total_size
         return target
 
-    def payload_bps(self, network_bps: float) -> float:
-        """The encoder's share of a network rate: the packets' header overhead at that rate
-        taken off (libwebrtc: the overhead rate of ceil(frame / payload size) packets per
-        frame at the frame rate, subtracted before the encoder gets its target)."""
-        ovh = self.cfg.packet_overhead_bytes
+    def payload_bps(self, network_bps: float, now_us: int | None = None) -> float:
+        """The encoder's share of a network rate at ``now_us``: the packets' overhead at that
+        rate taken off (libwebrtc's RtpVideoSender: the rate over full packets, rounded up
+        to whole packets a second, times a packet's overhead; ``target_overhead_bytes``,
+        more in the ``target_decrease_s`` after the rate fell by 10 % or more)."""
+        cfg = self.cfg
+        ovh = cfg.packet_overhead_bytes if cfg.target_overhead_bytes is None \
+            else cfg.target_overhead_bytes  # fmt: skip
+        if now_us is not None:
+            if network_bps < 0.9 * self.last_network_bps:
+                self.decrease_us = now_us
+            self.last_network_bps = network_bps
+            if (cfg.target_decrease_overhead_bytes is not None
+                    and now_us - self.decrease_us < cfg.target_decrease_s * 1e6):  # fmt: skip
+                ovh = cfg.target_decrease_overhead_bytes
         if ovh <= 0:
             return network_bps
-        fps = self.cfg.fps
-        pkts = math.ceil(network_bps / fps / 8.0 / self.cfg.mtu)
-        return max(network_bps - ovh * 8.0 * pkts * fps, 0.0)
+        pps = math.ceil(network_bps / 8.0 / (cfg.mtu + cfg.packet_overhead_bytes))
+        return max(network_bps - ovh * 8.0 * pps, 0.0)
 
     def send_head(self, now_us: int, seq: int) -> Packet:
         """The media queue's head leaves now (a transport sends it): stamped with its send time

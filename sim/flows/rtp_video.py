@@ -59,7 +59,7 @@ def _frame(host: FlowHost, t: int, f: FlowState) -> None:
     else:
         # the stream's maximum caps the encoder (libwebrtc's BitrateAllocator), not the
         # estimate, which may run above it (GCC's)
-        sender.encode(t, min(sender.payload_bps(ctrl.encoder_bps(t)), f.spec.max_mbps * 1e6))
+        sender.encode(t, min(sender.payload_bps(ctrl.encoder_bps(t), t), f.spec.max_mbps * 1e6))
     pkts = sender.release(t, target, None if last else nxt)
     if ctrl.wants_sent:
         ctrl.on_sent(t, sender.take_sent())
