@@ -83,11 +83,11 @@ WEBRTC_PACER_BURST_MS = 40.0
 # and the transport's ~12 (candidate-pair bytesSent over outbound-rtp's), IPv4 + UDP 28
 WEBRTC_PACKET_OVERHEAD_BYTES = 65
 # what Chromium 156 takes off its estimate before its encoder gets it, per packet at packets
-# of 1265 bytes (docs/sim.md "The encoder's share"): getStats' targetBitrate against
-# availableOutgoingBitrate in six event-log calls (tests/sim/vectors/chromium-target-share):
-# median 131 bytes in steady state (p25 118, p75 169; M125's RtpVideoSender would take ~68:
-# its header estimate and the transport's), 233 bytes in the 3 s after a fall of 10 % or
-# more (p25 187, p75 309), a reserve libwebrtc's own code (M125) does not explain
+# of 1265 bytes (docs/sim.md "Against Chromium", item 10): getStats' targetBitrate against
+# availableOutgoingBitrate in five event-log calls (tests/sim/vectors/chromium-target-share):
+# median 131 bytes in steady state (p25 119, p75 169; M125's RtpVideoSender would take ~68:
+# its header estimate and the transport's), 220 bytes in the 3 s after a fall of 10 % or
+# more (p25 176, p75 255); what makes it more than 68 is not in M125's source
 WEBRTC_TARGET_OVERHEAD_BYTES = 131
 WEBRTC_TARGET_DECREASE_OVERHEAD_BYTES = 220
 
@@ -370,7 +370,7 @@ class VideoSender:
         self.sent_bytes += total_size
         return target
 
-    def payload_bps(self, network_bps: float, now_us: int | None = None) -> float:
+    def payload_bps(self, network_bps: float, now_us: int) -> float:
         """The encoder's share of a network rate at ``now_us``: the packets' overhead at that
         rate taken off (libwebrtc's RtpVideoSender: the rate over full packets, rounded up
         to whole packets a second, times a packet's overhead; ``target_overhead_bytes``,
@@ -378,13 +378,12 @@ class VideoSender:
         cfg = self.cfg
         ovh = cfg.packet_overhead_bytes if cfg.target_overhead_bytes is None \
             else cfg.target_overhead_bytes  # fmt: skip
-        if now_us is not None:
-            if network_bps < 0.9 * self.last_network_bps:
-                self.decrease_us = now_us
-            self.last_network_bps = network_bps
-            if (cfg.target_decrease_overhead_bytes is not None
-                    and now_us - self.decrease_us < cfg.target_decrease_s * 1e6):  # fmt: skip
-                ovh = cfg.target_decrease_overhead_bytes
+        if network_bps < 0.9 * self.last_network_bps:
+            self.decrease_us = now_us
+        self.last_network_bps = network_bps
+        if (cfg.target_decrease_overhead_bytes is not None
+                and now_us - self.decrease_us < cfg.target_decrease_s * 1e6):  # fmt: skip
+            ovh = cfg.target_decrease_overhead_bytes
         if ovh <= 0:
             return network_bps
         pps = math.ceil(network_bps / 8.0 / (cfg.mtu + cfg.packet_overhead_bytes))
