@@ -386,8 +386,12 @@ class VideoSender:
             ovh = cfg.target_decrease_overhead_bytes
         if ovh <= 0:
             return network_bps
-        pps = math.ceil(network_bps / 8.0 / (cfg.mtu + cfg.packet_overhead_bytes))
-        return max(network_bps - ovh * 8.0 * pps, 0.0)
+        return max(network_bps - ovh * 8.0 * self.packet_rate(network_bps), 0.0)
+
+    def packet_rate(self, network_bps: float) -> int:
+        """Packets a second at a network rate as libwebrtc's RtpVideoSender counts them for
+        its overhead: full packets (mtu + packet_overhead_bytes), rounded up."""
+        return math.ceil(network_bps / 8.0 / (self.cfg.mtu + self.cfg.packet_overhead_bytes))
 
     def send_head(self, now_us: int, seq: int) -> Packet:
         """The media queue's head leaves now (a transport sends it): stamped with its send time

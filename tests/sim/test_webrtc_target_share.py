@@ -6,15 +6,14 @@ against availableOutgoingBitrate (the estimate), recorded in five calls
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from statistics import median
+from typing import Any
 
 import numpy as np
 import pytest
 
 from octoric.sim.video import (
-    WEBRTC_PACKET_OVERHEAD_BYTES,
     WEBRTC_TARGET_DECREASE_OVERHEAD_BYTES,
     WEBRTC_TARGET_OVERHEAD_BYTES,
     VideoSender,
@@ -31,7 +30,7 @@ MAX_ESTIMATE = 1.5e6
 M125_OVERHEAD_BYTES = 68
 
 
-def _calls() -> list[dict]:
+def _calls() -> list[dict[str, Any]]:
     return list(json.loads(VECTOR.read_text())["calls"])
 
 
@@ -49,11 +48,13 @@ def _samples() -> list[tuple[str, int, int, int, bool]]:
     return out
 
 
+_SENDER = VideoSender(0, 0, webrtc_video(), np.random.default_rng(0), 300e3)
+
+
 def _per_packet(a: int, t: int) -> float:
     """Chromium's reserve as bytes a packet at the model's packet rate (packets of
     mtu + wire overhead, rounded up to whole packets a second)."""
-    pps = math.ceil(a / 8.0 / (webrtc_video().mtu + WEBRTC_PACKET_OVERHEAD_BYTES))
-    return (a - t) / 8.0 / pps
+    return (a - t) / 8.0 / _SENDER.packet_rate(a)
 
 
 def test_the_vector_holds_five_calls_of_a_minute() -> None:
