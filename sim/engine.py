@@ -63,6 +63,7 @@ __all__ = ["Engine", "FlowState", "HandoverRecord", "MobilityEvent", "MobilitySi
            "progress_to_stderr"]  # fmt: skip
 
 BLOCK_SLOTS = 1000
+MIN_QUEUE_BYTES = 1500  # a time-sized queue holds at least one full packet
 
 
 @dataclass
@@ -124,6 +125,7 @@ class Engine:
         self.ues: list[UeRadio] = []
         self.channels: list[Channel] = []
         self.ue_home: list[int] = []
+        self.queue_ms: list[float | None] = []  # UeSpec.queue_limit_ms, per UE
         self.flows: list[FlowState] = []
         self.handovers: list[HandoverRecord] = []
         self.gnb_ue_counter = [0] * (ran.cells // ran.cells_per_gnb + 1)
@@ -191,6 +193,7 @@ class Engine:
                 self.ues.append(u)
                 self.channels.append(self._channel(spec.channel))
                 self.ue_home.append(spec.cell)
+                self.queue_ms.append(spec.queue_limit_ms)
                 self._attach(u, spec.cell, 0)
                 for ev in handover_schedule(mob, i, end_us, self.new_rng()):
                     self.push(ev.start_us, HANDOVER_STARTS, ev)
@@ -440,8 +443,18 @@ class Engine:
             u.bits = raw.tolist()
             u.bits_np = np.concatenate([[0.0], np.cumsum(raw * tdd)])
             u.cap_from = max(u.cap_from, bs)
+            ms = self.queue_ms[u.idx]
+            if ms is not None and u.cap_share > 0.0:
+                u.queue.limit_bytes = self._queue_bytes(u, ms)
         if self.recorder is not None:
             self._raw_bits = self._reported_bits()
+
+    def _queue_bytes(self, u: UeRadio, ms: float) -> int:
+        """``ms`` at the UE's mean capacity over the current block; never under one full
+        packet, so a second without capacity does not refuse every arrival."""
+        block_s = BLOCK_SLOTS * self.slot_us / 1e6
+        rate_bytes = u.cap_share * float(u.bits_np[-1]) / 8.0 / block_s
+        return max(MIN_QUEUE_BYTES, int(rate_bytes * ms / 1000.0))
 
     def _reported_bits(self) -> np.ndarray:
         """The current block's bits per PRB as KPM reports them (link adaptation's MCS,

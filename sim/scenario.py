@@ -115,6 +115,9 @@ class UeSpec:
     # data path, as the real gNB does; slower). Off: the parsed header rides with the packet.
     wire_headers: bool = False
     queue_limit_bytes: int = 4_000_000
+    # Or a buffer in time: this many ms at the UE's capacity, re-sized every second (the
+    # channel's block), as a tc/netem buffer of "300 ms" re-set with each new link rate is.
+    queue_limit_ms: float | None = None
 
 
 @dataclass
@@ -200,6 +203,9 @@ def validate(sc: Scenario) -> None:
             raise ScenarioError("a constant channel needs rate_mbps or mcs", f"{w}.channel")
         if u.dropper and u.pdrop:
             raise ScenarioError("a UE's queue runs the Octopus dropper or PDrop, not both", w)
+        if u.queue_limit_ms is not None and u.queue_limit_ms <= 0:
+            raise ScenarioError("queue_limit_ms must be > 0 (or unset for queue_limit_bytes)",
+                                f"{w}.queue_limit_ms")  # fmt: skip
         if ch.kind == "route":
             from octoric.sim.channels.route import ROUTES
 

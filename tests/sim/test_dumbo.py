@@ -258,6 +258,30 @@ def test_morc_shortcuts_skip_the_trial_the_rtt_makes_pointless() -> None:
     assert sorted(r for r, _ in cc.plan) == pytest.approx([9.9e6, 9.9e6, 10.1e6, 10.1e6])
 
 
+def test_morc_going_down_with_queues_full_never_returns_to_a_higher_rate() -> None:
+    """Allegro's rate adjusting returns to the previous rate when the utility falls; MORC
+    avoids higher rates while the queues are full (CHANTS'18 §3), so on the way down a worse
+    utility moves on down then (with 70 % loss every MI's utility is noise around -6 T, and
+    returning up kept the model at 3x the link for the whole run)."""
+    from octoric.sim.cc.morc import ADJUST, DECIDE, Morc, _Mi
+
+    def adjusting(prev_rate: float) -> Morc:
+        cc = Morc(WindowContext())
+        cc.min_rtt_ms, cc.state, cc.adjust_dir, cc.adjust_n = 40.0, ADJUST, -1, 2
+        cc.adjust_prev = _Mi(prev_rate, "adjust", 0, 0, utility=-40.0)
+        return cc
+
+    full = _Mi(29.4e6, "adjust", 0, 0, recv_bps=10e6, mean_rtt_ms=300.0, utility=-50.0)
+    cc = adjusting(30e6)
+    cc._use(full, None)  # type: ignore[arg-type]  # the adjusting branch reads no sender
+    assert cc.state == ADJUST and cc.rate == pytest.approx(29.4e6 * (1 - 3 * 0.01))
+    # queues not full: Allegro's rule, back to the previous rate and decide
+    not_full = _Mi(29.4e6, "adjust", 0, 0, recv_bps=28e6, mean_rtt_ms=100.0, utility=-50.0)
+    cc = adjusting(30e6)
+    cc._use(not_full, None)  # type: ignore[arg-type]
+    assert cc.state == DECIDE and cc.rate == pytest.approx(30e6)
+
+
 def test_morc_fills_a_constant_link() -> None:
     """The MORC paper's lab setting (buffers of 300 ms): after its slow start and the
     learning's first corrections, MORC keeps the link full."""
