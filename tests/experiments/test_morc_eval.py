@@ -26,6 +26,17 @@ def test_eval_morc_quick_reports_the_table_and_the_headline_holds(tmp_path: Path
     assert len(data["profiles"]) == 3
     for row in data["profiles"]:
         assert all(0 < row[s] <= 100.5 for s in ("cubic", "morc", "bbr")), row
+        # beside utilization, each scheme's queue and buffer drops (issue #46)
+        assert all(row[f"{s}_queue_p95_ms"] > 0 and row[f"{s}_drops_pct"] >= 0
+                   for s in ("cubic", "morc", "bbr")), row  # fmt: skip
+    # the ablation: the same profiles with the buffer at the range's top rate, which is
+    # deeper on every second below the top, so no scheme's queue is shorter there
+    top = data["profiles_top"]
+    assert [r["profile"] for r in top] == [r["profile"] for r in data["profiles"]]
+    assert all(t[f"{s}_queue_p95_ms"] >= h[f"{s}_queue_p95_ms"] - 1
+               for t, h in zip(top, data["profiles"], strict=True)
+               for s in ("cubic", "morc", "bbr"))  # fmt: skip
+    assert "Ablation: buffers of 300 ms at the range's top rate" in out.read_text()
     # Table 1's two headline claims, then Fig. 4's download times (one seed each, quick)
     assert [(c["runs_in_direction"], c["runs"]) for c in data["claims"][:2]] == [(1, 1), (1, 1)]
     assert all(c["verdict"] != "holds" and c["ci95"] is None for c in data["claims"][:2])
@@ -48,3 +59,7 @@ def test_eval_morc_quick_reports_the_table_and_the_headline_holds(tmp_path: Path
     again = tmp_path / "again.md"
     assert main(["eval", "report", str(run / "results.json"), "--out", str(again)]) == 0
     assert again.read_text() == first
+
+
+def test_download_runs_is_its_own_option_and_refuses_zero(tmp_path: Path) -> None:
+    assert main(["eval", "morc", "--download-runs", "0", "--out", str(tmp_path / "z")]) == 2
