@@ -146,6 +146,12 @@ class VideoReceiver:
             self.plis += 1
         return fb
 
+    def complete_bits(self) -> int:
+        """Payload bits of the messages whose every packet reached the client (the OCC
+        paper's "frame bitrate arriving at the client", decodable or not)."""
+        mt = self.msgs
+        return 8 * sum(mt.size[m] for m in range(len(self.got)) if self.got[m] >= mt.npkts[m])
+
     def undecodable_complete(self) -> int:
         """Messages fully received but never decodable (a reference is missing)."""
         mt = self.msgs

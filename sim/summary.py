@@ -188,6 +188,7 @@ def build_summary(eng: Engine, wall_seconds: float) -> dict[str, Any]:
                                     strict=True)),
                 "valid_bitrate_kbps": _r(r.valid_bits / dur / 1000.0),
                 "frame_bitrate_kbps": _r(snd.sent_bytes * 8 / dur / 1000.0),
+                "received_frame_bitrate_kbps": _r(r.complete_bits() / dur / 1000.0),
                 "decoded_bitrate_kbps": _r(r.decoded_bits / dur / 1000.0),
                 "aoi_ms": _pct(r.aoi_ms),
                 "dropped_packets": f.dropped_pkts,

@@ -56,6 +56,9 @@ def test_eval_occ_writes_results_table_and_plots(
         assert 0.0 <= r["stall_rate"] <= 1.0
         assert r["valid_bitrate_kbps"] >= 0 and r["frame_bitrate_kbps"] > 0
         assert r["valid_bitrate_kbps"] <= r["frame_bitrate_kbps"] * 1.01
+        # the claims' bitrate: what arrived at the client, complete, of what was encoded
+        assert 0 < r["received_frame_bitrate_kbps"] <= r["frame_bitrate_kbps"] * 1.01
+        assert r["valid_bitrate_kbps"] <= r["received_frame_bitrate_kbps"] * 1.01
     # occ rows ran the OCC xApp's engine, never the stand-in
     assert {r["abw_source"] for r in rows if r["scheme"] in ("occ", "occ-ext")} == {"occ-engine"}
     report = (plots / "report.md").read_text()
