@@ -54,6 +54,13 @@ class VideoReceiver:
         self.waiting_since: dict[int, int] = {}
         self.last_pli_us = -PLI_WAIT_US
         self.plis = 0
+        # the decoder state Salsify's ACKs carry (``track_state``; sim/cc/salsify.py): the newest
+        # frame decoded whole (every message of it), the newest frame a packet arrived of; the
+        # messages decoded of frames not yet whole
+        self.track_state = False
+        self.whole_frame = -1
+        self.newest_frame = -1
+        self._msgs_decoded: dict[int, int] = {}
 
     def _grow(self, m: int) -> None:
         n = m + 1 - len(self.got)
@@ -73,6 +80,8 @@ class VideoReceiver:
         if m < 0:
             return  # probe padding: no media, not in the media packets' latency
         self.net_latency_ms.append((now_us - p.send_us) / 1000.0)
+        if self.track_state and self.msgs.frame[m] > self.newest_frame:
+            self.newest_frame = self.msgs.frame[m]
         if m >= len(self.got):
             self._grow(m)
         self.got[m] += 1
@@ -111,6 +120,8 @@ class VideoReceiver:
         if lat_ms <= STALL_MS:
             self.valid_bits += bits
         f = mt.frame[m]
+        if self.track_state:
+            self._count_whole(f)
         if self.frames.base_msg[f] == m:
             self.frame_latency_ms.append(lat_ms)
             self.frame_decoded_at.append((f, now_us))
@@ -118,6 +129,14 @@ class VideoReceiver:
                 if self.latest_frame >= 0:
                     self.aoi_ms.append((now_us - self.frames.enc_us[self.latest_frame]) / 1000.0)
                 self.latest_frame = f
+
+    def _count_whole(self, f: int) -> None:
+        """A message of frame ``f`` was decoded: the frame is whole once all of them are."""
+        n = self._msgs_decoded.pop(f, 0) + 1
+        if n < self.frames.nmsgs[f]:
+            self._msgs_decoded[f] = n
+        elif f > self.whole_frame:
+            self.whole_frame = f
 
     def _forget_before(self, m: int) -> None:
         """Drop the waits of messages older than the I-frame ``m`` (as libwebrtc's frame

@@ -7,7 +7,10 @@ control, AWStream's or Salsify*'s frame rate, the Octopus app), whether an empty
 padded, and the send buffer's dropper. Register a name with ``register_video_transport`` or, for
 a family of names (``<window scheme>+dumbo``), a resolver with ``register_video_transport_family``;
 the video flow kind (``sim/flows/transport_video.py``) asks ``video_transport(name)`` and builds
-the flow, so a new scheme is one file in ``sim/cc/`` and a registration.
+the flow, so a new scheme is one file in ``sim/cc/`` and a registration. A scheme whose sender
+reads the receiver's decoder state from its ACKs (Salsify's loss recovery) gives
+``decoder_state``, and chooses what a frame refers to with ``ControlledEncoder``'s
+``before_encode``.
 
 A leaf module: the scheme files import it, it imports no scheme."""
 
@@ -52,13 +55,18 @@ class MediaApp(Protocol):
 
 class ControlledEncoder:
     """A ``MediaApp`` from an encoder control that decides each frame's target and whether to skip
-    it from the transport's sending rate and the media queue (Dumbo, AWStream, Salsify*)."""
+    it from the transport's sending rate and the media queue (Dumbo, AWStream, Salsify*).
+    ``before_encode``, if given, runs just before a frame is encoded (not before a skipped one):
+    Salsify's loss recovery chooses there the frame the next one refers to."""
 
     on_queue: Callable[[int, int], None]  # the control's own: called at every send
 
-    def __init__(self, ctl: EncoderControl) -> None:
+    def __init__(
+        self, ctl: EncoderControl, before_encode: Callable[[int, VideoSender], None] | None = None
+    ) -> None:
         self.ctl = ctl
         self.on_queue = ctl.on_queue
+        self.before_encode = before_encode
 
     def on_frame(self, now_us: int, sender: VideoSender, tx: TransportSender) -> float:
         ctl = self.ctl
@@ -66,9 +74,15 @@ class ControlledEncoder:
         if d.skip:
             sender.skip_frame(now_us)
         else:
+            if self.before_encode is not None:
+                self.before_encode(now_us, sender)
             sender.encode(now_us, d.target_bps)
             ctl.on_queue(now_us, sender.pending_bytes)
         return d.target_bps
+
+
+# (now_us, the newest frame the receiver decoded whole, the newest frame it got a packet of)
+DecoderStateHook = Callable[[int, int, int], None]
 
 
 @dataclass
@@ -90,6 +104,10 @@ class TransportVideo:
     video: VideoConfig | None = None  # the encoder's configuration if the scheme changes it
     padding: bool = False  # dummy packets when the media queue is empty (Dumbo)
     buffer_dropper: OctopusDropper | None = None  # Algorithm 1 in the send buffer (OctoBBR)
+    # every ACK carries the receiver's decoder state (Salsify): heard as (now_us, the newest
+    # frame decoded whole, the newest frame a packet arrived of; -1: none) when the ACK reaches
+    # the sender; None: the ACKs carry none
+    decoder_state: DecoderStateHook | None = None
 
 
 TransportVideoFactory = Callable[[TransportVideoContext], TransportVideo]

@@ -17,17 +17,39 @@ salsify``; video flows on the packet-level transport; pin the quality with ``vid
   every frame goes, and so does a frame that finds nothing in flight: on a link too slow to
   carry one frame in 100 ms the path is still ready when it is empty (without this rule the
   flow would stop for good, since only sending updates tau).
+- Loss recovery (``SalsifyRecovery``; the flow parameter ``loss_recovery``, default on): every
+  ACK carries the receiver's decoder state (``TransportVideo.decoder_state``): the newest frame
+  it decoded whole, and the newest frame it has a packet of. Media is never resent. The sender
+  encodes each frame against the state after the last frame it sent (Salsify's "assumed"
+  state, frames pipelined) while the receiver follows; when an ACK shows the receiver past a
+  frame it could not decode (a packet of a frame beyond the one after its newest whole frame:
+  a loss), the next frame refers to the receiver's newest whole frame, as reported, and so
+  does every frame for 5 s (the reference sender's "conservative" mode, salsify-sender.cc in
+  excamera/alfalfa: ``conservative_for { 5 }``, each frame against
+  ``receiver_complete_states.back()``); before the receiver has a whole frame, a key frame.
+  Decoding resumes with the first such frame: a lost frame costs the frames sent before the
+  sender hears of it (about one RTT of them) in the normal mode, itself alone in the
+  conservative one. With ``loss_recovery`` off, frames refer to the previous frame sent and a
+  loss leaves them undecodable until the next key frame (the former model). Salsify streams
+  plain VP8; with spatial layers each layer refers to that layer of the chosen frame, temporal
+  layers (their own references) are refused.
 
 Approximated: Salsify's functional codec encodes the frame first and discards it if it does
 not fit; here the decision uses the frame's expected size (the fixed quality's bytes per frame;
-a key frame's larger size is not foreseen). Salsify's loss recovery (the receiver's decoder
-state in its ACKs) is not modelled: the transport never resends media, lost packets make
-frames undecodable until the next key frame.
+a key frame's larger size is not foreseen), and a frame encoded against an older state costs
+no more bytes than one against the previous frame (in VP8 its residual is larger). Salsify's
+receiver gives up on an incomplete frame when a packet of a later one arrives, and applies
+what it has (its state is then invalid until a frame encoded against a saved state arrives);
+here the incomplete frame still decodes if its last packets arrive late (reordered), and a
+frame never decodes against a state other than the one it refers to. The key frames of the
+configured GoP (``video.gop``) are kept: Salsify's sender sends none after the first.
 """
 
 from __future__ import annotations
 
+from octoric.sim.errors import ScenarioError
 from octoric.sim.transport import RateSample, TransportSender, WindowContext, WindowScheme
+from octoric.sim.video import VideoSender
 from octoric.sim.video_on_transport import (
     ControlledEncoder,
     EncoderDecision,
@@ -41,6 +63,8 @@ NAME = "salsify"
 TARGET_DELAY_US = 100_000  # Salsify: keep the path's queue under 100 ms
 TAU_WEIGHT = 0.1
 BACK_TO_BACK_US = 1_000  # packets sent within this of each other are one burst
+CONSERVATIVE_US = 5_000_000  # salsify-sender.cc: after an invalid receiver state, 5 s against
+# the receiver's newest complete state
 
 
 class SalsifyTransport(WindowScheme):
@@ -83,6 +107,7 @@ class SalsifyControl:
         self.mtu = mtu
         self.sent = 0
         self.skipped = 0
+        self.recovery: SalsifyRecovery | None = None  # its loss recovery, if on
 
     def budget_bytes(self, queue_bytes: int) -> float | None:
         """What may still be put in flight; None before the first estimate."""
@@ -107,13 +132,58 @@ class SalsifyControl:
         return EncoderDecision(max(self.stream_bps, min_bps), skip)
 
 
+class SalsifyRecovery:
+    """Which state each frame is encoded against, from the receiver's decoder state in the
+    ACKs (salsify-sender.cc's encoder selection)."""
+
+    def __init__(self) -> None:
+        self.whole = -1  # the receiver's newest frame decoded whole, as its last ACK said
+        self.newest = -1  # the newest frame it had a packet of
+        self.conservative_until = -1  # us: until then, every frame against ``whole``
+        self.recoveries = 0  # times the sender found the receiver's state invalid
+        self.fallbacks = 0  # frames encoded against the receiver's reported state
+        self.keyframes = 0  # ... of which key frames (no whole frame reported yet)
+
+    def on_state(self, now_us: int, whole: int, newest: int) -> None:
+        """An ACK arrived with the receiver's decoder state."""
+        self.whole, self.newest = whole, newest
+
+    def invalid(self) -> bool:
+        """The receiver has moved past a frame it could not decode."""
+        return self.newest > self.whole + 1
+
+    def before_encode(self, now_us: int, sender: VideoSender) -> None:
+        """Choose what the frame about to be encoded refers to."""
+        if now_us >= self.conservative_until:
+            if not self.invalid():
+                return  # the state after the last frame sent (the encoder's own reference)
+            self.conservative_until = now_us + CONSERVATIVE_US
+            self.recoveries += 1
+        self.fallbacks += 1
+        f = self.whole
+        if f < 0:
+            self.keyframes += 1
+            sender.request_keyframe()  # the receiver has no state but the initial one
+            return
+        first = sender.frames.base_msg[f]
+        sender.prev_frame_msgs = list(range(first, first + sender.frames.nmsgs[f]))
+
+
 @register_video_transport(NAME)
 def salsify_video(ctx: TransportVideoContext) -> TransportVideo:
-    """Salsify*'s transport, its control sending or skipping each frame of the fixed quality."""
+    """Salsify*'s transport, its control sending or skipping each frame of the fixed quality, and
+    (``params["loss_recovery"]``, default on) its loss recovery."""
     transport = SalsifyTransport(ctx.window)
     video = ctx.video
+    recovery = SalsifyRecovery() if bool(ctx.window.params.get("loss_recovery", True)) else None
+    if recovery is not None and video.svc == "temporal":
+        raise ScenarioError("salsify's loss recovery refers frames to frames: temporal SVC layers "
+                            "keep their own references (use svc none or spatial)")  # fmt: skip
 
     def app(tx: TransportSender) -> MediaApp:
-        return ControlledEncoder(SalsifyControl(transport, tx, ctx.start_bps, video.fps, video.mtu))
+        ctl = SalsifyControl(transport, tx, ctx.start_bps, video.fps, video.mtu)
+        ctl.recovery = recovery
+        return ControlledEncoder(ctl, None if recovery is None else recovery.before_encode)
 
-    return TransportVideo(transport, app)
+    hear = None if recovery is None else recovery.on_state
+    return TransportVideo(transport, app, decoder_state=hear)
