@@ -197,12 +197,12 @@ class Morc(WindowScheme):
             if len(self.trials) == 4:
                 self._judge_trials()
         elif mi.role == "adjust" and self.state == ADJUST:
-            worse = self.adjust_prev is not None and mi.utility < self.adjust_prev.utility
+            prev = self.adjust_prev
             # MORC: with queues full a higher rate is not worth trying, so going down, a
             # worse utility does not send the rate back up while the queues stay full
-            if worse and not (self.adjust_dir < 0 and self._queues_full(mi)):
-                assert self.adjust_prev is not None
-                self.rate = self.adjust_prev.rate_bps
+            down_full = self.adjust_dir < 0 and self._queues_full(mi)
+            if prev is not None and mi.utility < prev.utility and not down_full:
+                self.rate = prev.rate_bps
                 self._decide(mi)
                 return
             self.adjust_prev = mi
