@@ -196,6 +196,9 @@ async def _chromium(row: str, traces: Path, seed: int, seconds: float, out: Path
         "occ_follow": res.get("occ_follow"), "feedback": res.get("feedback"),
         "completed": res["completed"], "processes_left": res["processes_left"],
         "window_s": [round(t0, 2), round(t1, 2)],
+        # the first media packet's time (the window starts on the series' grid before it):
+        # the twin starts here, as the call's first probe and frame did
+        "media_start_s": round(a, 3),
     }  # fmt: skip
 
 
@@ -309,9 +312,11 @@ class WebrtcEval(Experiment):
         traces = opts.traces_path.resolve()
         for case, res in zip(cases, outputs, strict=True):
             t0, t1 = res["window_s"]
+            # calls recorded before the key: the window's start (up to a grid step early)
+            start = float(res.get("media_start_s", t0))
             res["model"] = _model(case.row, traces, case.seed,
-                                  t1 - t0 if t1 > t0 else self._seconds(opts), start_s=t0,
-                                  scheme=MODEL[case.scheme])  # fmt: skip
+                                  t1 - start if t1 > start else self._seconds(opts),
+                                  start_s=start, scheme=MODEL[case.scheme])  # fmt: skip
         return {"seconds": self._seconds(opts), "runs": nest(cases, outputs, "calls")}
 
     def claims(self, results: dict[str, Any]) -> list[ClaimResult]:
