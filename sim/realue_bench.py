@@ -153,6 +153,8 @@ def _fidelity(quick: bool) -> list[BenchResult]:
     sc = _cell(51, ChannelSpec(kind="fading", mean_snr_db=18.0), 300_000, True)
     run = _load(sc, ["--mbps", "60", "--size", "1200"], secs)
     m = run.grants_vs_delivery(0.1)
+    err = run.status["scheduling_error_us"] or {"max": 0.0}
+    env = run.delivery_envelope(late_ms=err["max"] / 1000.0 + 2.0)
     return [BenchResult(
         name="real-UE path, delivered vs granted bytes, backlogged UDP, 51-PRB cell shared "
              "with a simulated UE",
@@ -162,7 +164,10 @@ def _fidelity(quick: bool) -> list[BenchResult]:
              f"{m['min_window_granted_bytes']:.0f} B granted each): window error p99 "
              f"{m['p99_window_error_bytes']:.0f} B, max {m['max_window_error_bytes']:.0f} B; "
              f"over {m['ms_windows']} ms, granted minus delivered so far stayed within "
-             f"{m['max_cumulative_gap_bytes']:.0f} B (arrivals stamped by the kernel)",
+             f"{m['max_cumulative_gap_bytes']:.0f} B (arrivals stamped by the kernel); never "
+             f"more than {env['ahead_bytes']:.0f} B ahead of the grants, and within "
+             f"{env['behind_bytes']:.0f} B of those granted before the latest write's lateness "
+             f"({err['max'] / 1000.0:.1f} ms) + 2 ms",
     )]  # fmt: skip
 
 

@@ -80,6 +80,32 @@ class UdpRun:
             "max_cumulative_gap_bytes": float(np.abs(lag).max()) if len(lag) else 0.0,
         }
 
+    def delivery_envelope(self, late_ms: float, step_ms: float = 0.1) -> dict[str, float]:
+        """Delivered bytes so far against granted bytes so far, every ``step_ms`` on the wall
+        clock: ``ahead_bytes``, the most ever delivered beyond what was granted by then (a path
+        that ignored grants runs ahead by the offered excess), and ``behind_bytes``, the most
+        granted ``late_ms`` earlier but still not delivered (a path that queues or paces on
+        its own falls behind however late the engine's writes are allowed to be)."""
+        sent = self.reports.cat("sent")
+        slot_end = (self.reports.cat("slots") + 1) * self.slot_s + self.start_mono
+        order = np.argsort(slot_end, kind="stable")
+        g_t, g_c = slot_end[order], np.cumsum(sent[order])
+        arr = np.asarray(self.receiver["arrival_ns"]) / 1e9
+        d_c = np.cumsum(np.asarray(self.receiver["sizes"], dtype=float))
+        if len(arr) == 0:
+            return {"ahead_bytes": 0.0, "behind_bytes": float(g_c[-1]) if len(g_c) else 0.0}
+        t = np.arange(arr[0], arr[-1], step_ms / 1000.0)
+
+        def so_far(times: np.ndarray, cum: np.ndarray, at: np.ndarray) -> np.ndarray:
+            i = np.searchsorted(times, at, side="right")
+            return np.where(i > 0, cum[np.maximum(i - 1, 0)], 0.0)
+
+        delivered = so_far(arr, d_c, t)
+        return {
+            "ahead_bytes": float((delivered - so_far(g_t, g_c, t)).max()),
+            "behind_bytes": float((so_far(g_t, g_c, t - late_ms / 1000.0) - delivered).max()),
+        }
+
 
 async def start_real(sc: Scenario, seed: int, opts: LiveOptions,
                      kpm_sink: Any = None) -> tuple[LiveSim, asyncio.Task[Any]]:  # fmt: skip

@@ -67,17 +67,24 @@ def test_backlogged_real_flow_gets_exactly_the_granted_bytes() -> None:
     # PRBs reported exactly where bytes went, within the cell's 51
     prb = r.reports.cat("prb")
     assert np.all((prb > 0) == (sent > 0)) and prb.max() <= 51
-    # per 100 ms on the wall clock, delivered bytes follow the grants: within 10 % of each
-    # window's grants (a path that ignored them would deliver ~3x; a late release moves a few
-    # ms of bytes across a window's edge: on a loaded 2-core CI machine up to ~4 % was seen,
-    # an idle one keeps within ~3 packets; the timing itself is `octoric bench`'s figure)
-    m = r.grants_vs_delivery(0.1)
-    assert m["windows"] >= 50 and m["min_window_granted_bytes"] > 100_000, m
-    assert m["max_window_error_bytes"] <= 0.1 * m["min_window_granted_bytes"], m
-    assert m["total_rel_error"] < 0.01, m
+    # on the wall clock, delivered bytes follow the grants: at no time (0.1 ms steps) has the
+    # UE received more than was granted by then (a path that ignored grants would run ahead by
+    # the offered excess, ~2x), and every byte granted arrived within the engine's latest write
+    # (the release's measured scheduling error, below) plus 2 ms of kernel transit, up to the
+    # packet a slot's last grant left unfinished. How late writes are is machine timing, not
+    # correctness: `octoric bench` measures it (an idle 2-core machine: p99 ~0.5 ms, max ~6 ms
+    # when the engine falls behind its 2 ms lookahead; a loaded CI machine moved ~18 ms of
+    # bytes across a 100 ms window's edge). The typical packet still leaves at its slot's end.
     err = st["scheduling_error_us"]
     assert err is not None and err["packets"] == rx["packets"]
     assert err["min"] >= 0.0, "a packet left before its slot ended"
+    assert err["p50"] < 1000.0, err
+    env = r.delivery_envelope(late_ms=err["max"] / 1000.0 + 2.0)
+    assert env["ahead_bytes"] <= 0.0, (env, err)
+    assert env["behind_bytes"] <= 1228, (env, err)
+    m = r.grants_vs_delivery(0.1)
+    assert m["windows"] >= 50 and m["min_window_granted_bytes"] > 100_000, m
+    assert m["total_rel_error"] < 0.01, m
 
 
 def test_octopus_dropper_drops_whole_real_messages_by_their_thresholds() -> None:
