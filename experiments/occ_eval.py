@@ -39,6 +39,11 @@ ROUTES = ("good", "blockage", "poor")
 CONTENT_MBPS = {"hdr": 13.9, "lecture": 7.6}
 PAPER_FPS = 25.0
 PLOT_PREFIX = "occ-eval"  # docs/occ-eval-*.png
+# how a Mahimahi trace reaches OCC (``ChannelSpec.report``, sim/channels/gnb_view.py): "gnb",
+# an MCS and PRB process carrying each CSI period's bytes, gaps as noValue and others' PRBs;
+# "capacity", each period's capacity as the MCS on every PRB (zero in a gap): the mapping of
+# the reports before issue #46, kept as an ablation
+MAPPINGS = {"gnb": "gNB-like input", "capacity": "capacity mapping"}
 
 
 class EvalError(OctoricError):
@@ -100,13 +105,25 @@ class EvalCase:
     name: str
     trace: Path | None  # None: a built-in scenario (``scenario``)
     scenario: str = "multi-ue"  # the simulator's built-in scenario when ``trace`` is None
+    mapping: str | None = None  # a trace's mapping for an ablation case (None: the run's)
 
     @property
     def group(self) -> str:
-        """How the claims table groups cases: Mahimahi traces, PHY routes, contention."""
+        """How the claims table groups cases: Mahimahi traces (an ablation's mapping apart),
+        PHY routes, contention."""
         if self.trace is not None:
-            return "traces"
+            return "traces" if self.mapping is None else f"traces-{self.mapping}"
         return "routes" if self.scenario.startswith("route:") else "contention"
+
+
+def ablation_name(trace: str, mapping: str) -> str:
+    return f"{trace} ({MAPPINGS[mapping]})"
+
+
+def ablation_case(case: EvalCase, headline: str) -> EvalCase:
+    """``case`` (a trace) with the other mapping than ``headline``."""
+    other = next(m for m in MAPPINGS if m != headline)
+    return EvalCase(ablation_name(case.name, other), case.trace, mapping=other)
 
 
 def find_cases(
@@ -154,14 +171,20 @@ class EvalOptions:
     # #7's first model: 30 fps, 100 ms lag, an I-frame every 10 s, no cap)
     video: str = "webrtc"
     content: str = "hdr"
+    mapping: str = "gnb"  # MAPPINGS: how the trace reaches OCC
 
     def __post_init__(self) -> None:
+        if self.mapping not in MAPPINGS:
+            raise EvalError(f"--mapping {self.mapping!r}: want {' or '.join(MAPPINGS)}")
         if self.video not in ("webrtc", "lag"):
             raise EvalError(f"--video {self.video!r}: want webrtc or lag")
         if self.content not in CONTENT_MBPS:
             raise EvalError(f"--content {self.content!r}: want {' or '.join(CONTENT_MBPS)}")
         if self.csi_period_ms < 0:
             raise EvalError("--csi-period-ms must be >= 0")
+        if self.csi_period_ms == 0 and self.mapping == "gnb":
+            raise EvalError("--csi-period-ms 0 (an MCS per ms) is the capacity mapping's: give "
+                            "--mapping capacity")  # fmt: skip
         if self.smooth_ms < 0:
             raise EvalError("--smooth-ms must be >= 0")
 
@@ -220,6 +243,7 @@ def _scenario(case: EvalCase, scheme: str, duration_s: float, opts: EvalOptions)
     for ue in sc.ues:
         if ue.channel.kind == "mahimahi":
             ue.channel.csi_period_ms = opts.csi_period_ms
+            ue.channel.report = "gnb" if (case.mapping or opts.mapping) == "gnb" else "capacity"
         for f in ue.flows:
             f.traffic = "video"
             f.scheme = "occ" if scheme in OCC_SCHEMES else scheme
@@ -426,20 +450,25 @@ def claims(results: list[EvalResult], cases: list[EvalCase]) -> list[ClaimResult
     rate = ratio(*PAPER_BITRATE, ref="1.2-3.5x (§6.2, Fig. 13, line 314)")
     pbe = ratio(0.99, ref="< 1 (PBE-CC between GCC and OCC; Fig. 13)", kind="direction")
     rows: list[ClaimResult] = []
-    for g in ("routes", "traces", "contention"):
+    ablations = sorted({c.group for c in cases if c.mapping is not None})
+    for g in ("routes", "traces", *ablations, "contention"):
+        title = g
+        if g.startswith("traces-"):  # a mapping's ablation: shown, never counted
+            title = f"traces, {MAPPINGS[g.removeprefix('traces-')]} (ablation)"
         for who, counted in (("occ", True), ("occ-ext", False)):
             lr, br = ratios(g, who, "gcc", p99), ratios(g, who, "gcc", bitrate)
             if not lr:
                 continue
             name = "OCC" if who == "occ" else "OCC with extensions (ablation)"
             rows.append(judge_joint(
-                f"{g}: {name} lowers the p99 network latency and raises the frame bitrate "
+                f"{title}: {name} lowers the p99 network latency and raises the frame bitrate "
                 "against GCC", [("p99 network latency, / GCC", lat, lr),
                                 ("frame bitrate at the client, / GCC", rate, br)],
-                counted=counted))  # fmt: skip
+                counted=counted and g == title))  # fmt: skip
         pr = ratios(g, "occ", "pbe", p99)
         if pr:
-            rows.append(judge(f"{g}: p99 network latency, OCC / PBE-CC", pbe, pr))
+            rows.append(judge(f"{title}: p99 network latency, OCC / PBE-CC", pbe, pr,
+                              counted=g == title))  # fmt: skip
     return rows
 
 
@@ -459,7 +488,7 @@ def write_plots(results: list[EvalResult], folder: Path, prefix: str = "occ-eval
     schemes = list(dict.fromkeys(r.scheme for r in results))
     colors = {"occ": "tab:green", "gcc": "tab:blue", "pbe": "tab:orange",
               "occ-ext": "tab:olive"}  # fmt: skip
-    for tr in traces:
+    for tr in (t for t in traces if " (" not in t):  # an ablation's case: in the trade-off plot
         fig, ax = plt.subplots(figsize=(5.5, 3.6))
         for r in (r for r in results if r.trace == tr):
             a = np.sort(np.asarray(r.latencies_ms))
@@ -554,12 +583,14 @@ def write_tradeoff_plot(results: list[EvalResult], folder: Path, prefix: str) ->
 class OccVariant:
     label: str
     overrides: tuple[tuple[str, Any], ...] = ()
+    mapping: str | None = None  # MAPPINGS (None: the run's)
 
 
+_EXT = (("outage_fallback", True), ("probe_bypasses_min", True))
 TIMESERIES_VARIANTS = (
-    OccVariant("OCC as the paper (Eq. 5)"),
-    OccVariant("OCC with the extensions (occ-ext)",
-               (("outage_fallback", True), ("probe_bypasses_min", True))),
+    OccVariant("OCC as the paper, gNB-like input", (), "gnb"),
+    OccVariant("OCC as the paper, capacity mapping (ablation)", (), "capacity"),
+    OccVariant("OCC with the extensions, gNB-like input", _EXT, "gnb"),
 )  # fmt: skip
 
 
@@ -572,8 +603,9 @@ def write_timeseries_plot(
     opts: EvalOptions = EvalOptions(),
     variants: tuple[OccVariant, ...] = TIMESERIES_VARIANTS,
 ) -> Path:
-    """One trace, OCC variants over time: the trace's capacity (100 ms means), its outages
-    (CSI periods with no delivery: MCS 0), each variant's target and its frame latency."""
+    """One trace, OCC variants over time (each mapping's input): the trace's capacity (100 ms
+    means), its gaps (CSI periods with no delivery), each variant's target and its frame
+    latency."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -587,7 +619,7 @@ def write_timeseries_plot(
     shaded = False
     for k, v in enumerate(variants):
         vopts = replace(opts, occ_overrides=opts.occ_overrides + v.overrides)
-        eng = _engine(case, "occ", duration_s, seed, vopts)
+        eng = _engine(replace(case, mapping=v.mapping), "occ", duration_s, seed, vopts)
         eng.run()
         mc = eng.channels[0]
         if not shaded and isinstance(mc, MahimahiChannel):
@@ -616,7 +648,7 @@ def write_timeseries_plot(
     ax1.set_ylabel("Mbit/s")
     ax1.set_yscale("log")
     ax1.legend(fontsize=7, loc="lower right")
-    ax1.set_title(f"{case.name}: outages (CSI periods without delivery) shaded", fontsize=9)
+    ax1.set_title(f"{case.name}: gaps (CSI periods without delivery) shaded", fontsize=9)
     ax2.set_yscale("log")
     ax2.set_ylabel("frame latency (ms)")
     ax2.axhline(STALL_MS, color="grey", ls=":", lw=0.8)
@@ -661,6 +693,21 @@ class OccEval(Experiment):
             help="the gNB reports each trace's capacity over the previous MS ms as the UE's "
             "MCS (a CSI period; default 20, srsRAN_Project's CSI-RS period; 0: the delivered "
             "bytes of each ms, an MCS of zero between packets)",
+        )
+        p.add_argument(
+            "--mapping",
+            choices=tuple(MAPPINGS),
+            default="gnb",
+            help="how a trace reaches OCC: gnb (default: what a gNB reports carrying each CSI "
+            "period's bytes: an MCS and a PRB share, noValue and others' PRBs in a gap) or "
+            "capacity (the period's capacity as the MCS on every PRB, zero in a gap; the "
+            "reports before issue #46); the other runs too, as an ablation, unless "
+            "--no-mapping-ablation",
+        )
+        p.add_argument(
+            "--no-mapping-ablation",
+            action="store_true",
+            help="skip the traces' runs with the other --mapping",
         )
         p.add_argument(
             "--smooth-ms",
@@ -730,6 +777,7 @@ class OccEval(Experiment):
             occ_overrides=parse_occ_set(self._x(opts, "occ_set", [])),
             video=self._x(opts, "video", "webrtc"),
             content=self._x(opts, "content", "hdr"),
+            mapping=self._x(opts, "mapping", "gnb"),
         )
 
     def _duration(self, opts: RunOptions) -> float:
@@ -759,6 +807,9 @@ class OccEval(Experiment):
             first = min((c.name for c in cases if c.trace is not None), default=None)
             route = next((c.name for c in cases if c.group == "routes"), None)
             cases = [c for c in cases if c.name in (first, CONTENTION, route)]
+        if not opts.extra.get("no_mapping_ablation"):
+            headline = self._x(opts, "mapping", "gnb")
+            cases += [ablation_case(c, headline) for c in cases if c.trace is not None]
         return cases
 
     def check(self, opts: RunOptions) -> None:
@@ -766,6 +817,9 @@ class OccEval(Experiment):
         if self._duration(opts) <= 0:
             raise EvalError("--duration must be > 0")
         cases = self.eval_cases(opts)
+        if self._x(opts, "csi_period_ms", 20) == 0 and any(c.mapping for c in cases):
+            raise EvalError("--csi-period-ms 0: the gNB-like input needs a CSI period; give "
+                            "--no-mapping-ablation")  # fmt: skip
         series = self._x(opts, "timeseries", [])
         unknown = sorted(set(series) - {c.name for c in cases if c.trace is not None})
         if unknown:
@@ -784,6 +838,10 @@ class OccEval(Experiment):
     def _case(self, case: Case, opts: RunOptions) -> EvalCase:
         if case.part == "traces":
             return EvalCase(case.row, opts.traces_path / f"{case.row}.down")
+        if case.part.startswith("traces-"):
+            mapping = case.part.removeprefix("traces-")
+            trace = case.row.removesuffix(f" ({MAPPINGS[mapping]})")
+            return EvalCase(case.row, opts.traces_path / f"{trace}.down", mapping=mapping)
         if case.part == "routes":
             return EvalCase(case.row, None, f"route:{case.row.removeprefix('route-')}")
         return EvalCase(case.row, None)
@@ -795,7 +853,8 @@ class OccEval(Experiment):
     def run_options(self, opts: RunOptions) -> dict[str, Any]:
         """Not the options that only pick the cases or the plots: a run of a 25-minute
         evaluation is reused when they change."""
-        picks = ("only", "scheme", "routes", "no_contention", "seed", "timeseries")
+        picks = ("only", "scheme", "routes", "no_contention", "seed", "timeseries",
+                 "no_mapping_ablation")  # fmt: skip
         extra = {k: v for k, v in opts.extra.items() if k not in picks}
         return {**super().run_options(opts), "extra": extra}
 
@@ -815,6 +874,7 @@ class OccEval(Experiment):
             "content": self._x(opts, "content", "hdr"),
             "routes": list(self._routes(opts)),
             "csi_period_ms": self._x(opts, "csi_period_ms", 20),
+            "mapping": self._x(opts, "mapping", "gnb"),
             "smooth_ms": self._x(opts, "smooth_ms", 0),
             "occ_set": x.get("occ_set") or [],
             "traces_dir": str(opts.traces_path),
@@ -843,11 +903,22 @@ class OccEval(Experiment):
     def report(self, results: dict[str, Any]) -> str:
         rows, cases = self._rows(results)
         found = claims(rows, cases)
-        table = mean_table(rows) + (
-            "\nBitrates, mean per flow: *frame* is what the encoder produced (at the sender), "
-            "*received* the frames' payload that arrived at the client, every packet of it "
-            "(OCC §6.1's \"frame bitrate arriving at the client\": the claims' metric), "
-            "*valid* what was decoded within 150 ms.\n"
+        mapping = results["meta"].get("mapping", "capacity")  # runs before #46: capacity
+        other = [MAPPINGS[m] for m in MAPPINGS if m != mapping]
+        head = (f"The traces reach OCC as the **{MAPPINGS[mapping]}** "
+                "(sim/channels/gnb_view.py; `--mapping`)")  # fmt: skip
+        if any(c.mapping is not None for c in cases):
+            head += f"; rows marked ({other[0]}) are the same traces the other way, an ablation"
+        table = (
+            head
+            + ".\n\n"
+            + mean_table(rows)
+            + (
+                "\nBitrates, mean per flow: *frame* is what the encoder produced (at the sender), "
+                "*received* the frames' payload that arrived at the client, every packet of it "
+                "(OCC §6.1's \"frame bitrate arriving at the client\": the claims' metric), "
+                "*valid* what was decoded within 150 ms.\n"
+            )
         )
         if found:
             table += "\n" + RULE_MD + "\n\n" + "\n".join(claims_table(found)) + "\n"

@@ -17,6 +17,8 @@ import numpy as np
 from octoric.contracts import kpm as K
 from octoric.e2sm.granules import aggregate_granules
 from octoric.sim.measurements import AbwSource, KpmReport, register_abw_source
+from octoric.xapps.occ.errors import OccInputError
+from octoric.xapps.occ.metrics import fill_no_value
 
 _NAMES = K.OCC_ENGINE_INPUTS  # what the engine reads, in its column order
 
@@ -38,6 +40,7 @@ class OccEngineAbw(AbwSource):
         )
         self.engine: Any = OccEngine(cfg)
         self.latest: dict[int, float | None] = {}
+        self.rows_dropped = 0  # UE rows the engine rejected (no MCS known for the UE yet)
 
     def reconfigure(self, **overrides: Any) -> None:
         """Restart the engine with some ``OccConfig`` fields changed (before the first
@@ -68,8 +71,25 @@ class OccEngineAbw(AbwSource):
         m[:, :, 5] = report.dl_arrived_bytes[:n]
         g = aggregate_granules(m, k, _NAMES)  # (granules, UEs, measurement)
         metrics = {name: np.ascontiguousarray(g[:, :, i].T) for i, name in enumerate(_NAMES)}
+        ids = np.asarray(report.ue_ids, dtype=np.int64)
+        if np.isnan(g).any():
+            # noValue (a UE without PDSCH has no MCS) filled as the xApp's KPM decoder fills it
+            fill_no_value(metrics)
         t0_ms = report.start_slot * report.slot_us // 1000
-        batch = self.engine.ingest(np.asarray(report.ue_ids, dtype=np.int64), t0_ms, metrics)
+        try:
+            batch = self.engine.ingest(ids, t0_ms, metrics)
+        except OccInputError as e:
+            # as the xApp: the rows the engine rejects (a UE with no MCS known yet) are dropped
+            # and the rest ingested; the dropped UEs wait for their next report
+            if not e.bad_ue_ids:
+                raise
+            ok = ~np.isin(ids, np.asarray(e.bad_ue_ids, dtype=np.int64))
+            self.rows_dropped += int((~ok).sum())
+            if not ok.any():
+                return
+            ids = ids[ok]
+            metrics = {n: np.ascontiguousarray(a[ok]) for n, a in metrics.items()}
+            batch = self.engine.ingest(ids, t0_ms, metrics)
         for i, ue in enumerate(batch.ue_ids.tolist()):
             self.latest[int(ue)] = None if batch.fallback[i] else float(batch.target_bps[i])
 

@@ -37,6 +37,7 @@ from octoric.sim.channels import (
     PulseChannel,
     RouteChannel,
     StepsChannel,
+    gnb_view,
     reported_block,
 )
 from octoric.sim.dropper import DropperConfig, OctopusDropper
@@ -176,7 +177,7 @@ class Engine:
             return RouteChannel(ctx, self.new_rng(), spec.route, spec.step_ms)
         assert spec.path is not None
         if k == "mahimahi":
-            return MahimahiChannel(ctx, spec.path, spec.offset, spec.csi_period_ms)
+            return MahimahiChannel(ctx, spec.path, spec.offset, spec.csi_period_ms, spec.report)
         return CqiTraceChannel(ctx, spec.path, spec.offset)
 
     def _build(self) -> None:
@@ -213,6 +214,7 @@ class Engine:
     def _enable_kpm(self) -> None:
         if not self.monitored:
             self.monitored = list(range(len(self.ues)))
+        self._gnb_cols: list[tuple[int, MahimahiChannel]] | None = None
         self.recorder = KpmRecorder(
             self.slot_us, [self.ues[i].amf_ue_ngap_id for i in self.monitored],
             len(self.cells), self.kpm_period, start=self.slot,
@@ -502,17 +504,30 @@ class Engine:
         if s1 - rec.start >= rec.period:
             self._emit(s1)
 
+    def _gnb_report(self, rep: KpmReport) -> KpmReport:
+        """``rep`` with every UE on a ``report: gnb`` trace channel as a gNB reports it."""
+        if self._gnb_cols is None:
+            self._gnb_cols = [
+                (j, ch) for j, ui in enumerate(self.monitored)
+                if isinstance(ch := self.channels[ui], MahimahiChannel) and ch.gnb is not None
+            ]  # fmt: skip
+        for j, ch in self._gnb_cols:
+            mcs, bits, prbs = ch.gnb_slots(rep.start_slot, rep.n_slots)
+            rep = gnb_view.apply(rep, j, self.sc.ran.n_prb, mcs, bits, prbs)
+        return rep
+
     def _emit(self, slot: int) -> None:
         rec = self.recorder
         assert rec is not None
         rep = rec.take(self._mcs_bits)
         t = slot * self.slot_us
+        gnb = self._gnb_report(rep)  # what the E2 agent and OCC see; PBE-CC's PHY view: rep
         for sink in self.kpm_sinks:
-            sink.on_report(rep, t)
+            sink.on_report(gnb, t)
         if any(f.ctrl is not None and f.ctrl.wants_abw for f in self.flows):
             # the in-process ABW source only matters to flows that read ABW (a live run records
             # KPM for its E2 agents even when there are none)
-            self.push(t + int(self.sc.e2_delay_ms * 1000), KPM_AT_ABW_SOURCE, rep)
+            self.push(t + int(self.sc.e2_delay_ms * 1000), KPM_AT_ABW_SOURCE, gnb)
         if self.phy_est is not None:
             self.phy_est.on_report(rep, t)
             for f in self.flows:

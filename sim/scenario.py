@@ -37,6 +37,11 @@ class ChannelSpec:
     offset: int = 0  # mahimahi: ms, cqi: s into the trace
     csi_period_ms: int = 20  # mahimahi: reported MCS = capacity of the previous period (0: raw)
     route: str = "good"  # route: an OCC over-the-air route (sim/channels/route.py)
+    # mahimahi: what the gNB reports. "capacity": the previous period's capacity as the UE's
+    # bits per PRB on every PRB (0 in a period without deliveries); "gnb": an MCS and a PRB
+    # share per period carrying its bytes, others' PRBs, noValue without a grant
+    # (sim/channels/gnb_view.py; one UE in an FDD cell)
+    report: Literal["capacity", "gnb"] = "capacity"
 
 
 @dataclass
@@ -199,6 +204,17 @@ def validate(sc: Scenario) -> None:
             raise ScenarioError(f"a {ch.kind} channel needs a path", f"{w}.channel.path")
         if ch.csi_period_ms < 0:
             raise ScenarioError("csi_period_ms must be >= 0", f"{w}.channel.csi_period_ms")
+        if ch.report not in ("capacity", "gnb"):
+            raise ScenarioError("report must be 'capacity' or 'gnb'", f"{w}.channel.report")
+        if ch.report == "gnb":
+            # others' PRBs are the rest of the cell: no second UE may be there, and every
+            # slot carries downlink as the trace does
+            if ch.kind != "mahimahi" or ch.csi_period_ms == 0:
+                raise ScenarioError("report 'gnb' is for a mahimahi channel with a CSI period",
+                                    f"{w}.channel.report")  # fmt: skip
+            if sum(x.count for x in sc.ues) != 1 or set(r.tdd) != {"D"}:
+                raise ScenarioError("report 'gnb' needs the UE alone in an all-downlink cell",
+                                    f"{w}.channel.report")  # fmt: skip
         if ch.kind == "constant" and ch.rate_mbps is None and ch.mcs is None:
             raise ScenarioError("a constant channel needs rate_mbps or mcs", f"{w}.channel")
         if u.dropper and u.pdrop:

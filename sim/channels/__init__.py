@@ -10,6 +10,8 @@
 | ``RouteChannel`` | ``route.py`` (the OCC paper's over-the-air routes) |
 | ``StepsChannel`` | ``steps.py`` (a rate re-drawn in a range every period, MORC's lab) |
 
+``gnb_view.py``: what a gNB reports for a trace channel with ``report: gnb``.
+
 ``base.py`` holds the ``Channel`` protocol and ``ChannelContext``; ``traces.py`` the Mahimahi
 and CQI-CSV readers. The engine maps a scenario's ``channel.kind`` to a model
 (``octoric.sim.engine``).
@@ -17,6 +19,7 @@ and CQI-CSV readers. The engine maps a scenario's ``channel.kind`` to a model
 
 from __future__ import annotations
 
+from octoric.sim.channels import gnb_view
 from octoric.sim.channels.base import Channel, ChannelContext, reported_block
 from octoric.sim.channels.constant import ConstantChannel
 from octoric.sim.channels.cqi import CqiTraceChannel
@@ -48,6 +51,7 @@ __all__ = [
     "PulseChannel",
     "RouteChannel",
     "StepsChannel",
+    "gnb_view",
     "previous_period_mean",
     "read_cqi_csv",
     "read_mahimahi",

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from octoric.sim.channels import gnb_view
 from octoric.sim.channels.base import ChannelContext
 from octoric.sim.channels.traces import read_mahimahi
 
@@ -24,14 +25,25 @@ class MahimahiChannel:
     MCS does not drop to zero between packets. Only a whole period without a delivery (an
     outage) reports zero. ``csi_period_ms = 0`` reports the deliveries themselves (each
     ms's bytes as its MCS).
+
+    ``report = "gnb"`` (``gnb_view``): deliveries spread evenly over each period, reported as
+    a gNB would (an MCS and a PRB share, others' PRBs, noValue without a grant); ``reported``
+    then gives the period's true capacity on all PRBs (what PBE-CC's PHY view measures).
     """
 
     def __init__(
-        self, ctx: ChannelContext, path: str, offset_ms: int = 0, csi_period_ms: int = 20
+        self,
+        ctx: ChannelContext,
+        path: str,
+        offset_ms: int = 0,
+        csi_period_ms: int = 20,
+        report: str = "capacity",
     ) -> None:
         self.trace = read_mahimahi(path)
         self.ctx = ctx
         self.offset = offset_ms
+        self.report_mode = report
+        self.gnb: gnb_view.GnbPlan | None = None
         # At low rates a CSI period may hold no 1500-byte delivery although the link is up
         # (EV-DO at 0.45 Mbit/s: one packet per 27 ms), so the period is at least
         # MIN_PACKETS mean inter-delivery times: only a longer silence reads as an outage.
@@ -41,12 +53,21 @@ class MahimahiChannel:
             if csi_period_ms > 0
             else 0
         )
+        if report == "gnb" and self.la_period_ms == 0:
+            raise ValueError("report 'gnb' needs a CSI period (csi_period_ms > 0)")
         self.set_deliveries(self.trace.bytes_per_ms * 8.0 / ctx.n_prb)
 
     def set_deliveries(self, bits_per_ms: np.ndarray) -> None:
         """Replace what the trace delivers per ms and PRB (e.g. spread over blocks); the
         reported MCS follows."""
         self.bits_per_ms = np.asarray(bits_per_ms, dtype=np.float64)
+        if self.report_mode == "gnb":
+            ctx = self.ctx
+            self.gnb = gnb_view.plan(self.bits_per_ms * ctx.n_prb, self.la_period_ms, ctx.n_prb,
+                                     np.asarray(ctx.mapper.bits), ctx.slot_us)  # fmt: skip
+            self.bits_per_ms = self.gnb.delivered_bits / ctx.n_prb
+            self.reported_per_ms = self.bits_per_ms
+            return
         self.reported_per_ms = (
             previous_period_mean(self.bits_per_ms, self.la_period_ms)
             if self.la_period_ms > 0
@@ -60,6 +81,12 @@ class MahimahiChannel:
     def block(self, start_slot: int, n: int) -> np.ndarray:
         out: np.ndarray = self.bits_per_ms[self._ms(start_slot, n)] * (self.ctx.slot_us / 1000.0)
         return out
+
+    def gnb_slots(self, start_slot: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``report = "gnb"``: per slot, the MCS, bits per PRB and the UE's PRBs (``GnbPlan``)."""
+        assert self.gnb is not None
+        i = self._ms(start_slot, n)
+        return self.gnb.mcs[i], self.gnb.bits_per_prb[i], self.gnb.prbs[i]
 
     def reported(self, start_slot: int, n: int) -> np.ndarray:
         out: np.ndarray = self.reported_per_ms[self._ms(start_slot, n)] * (

@@ -34,14 +34,17 @@ def test_eval_occ_writes_results_table_and_plots(
     assert main(args) == 0
     cap = capsys.readouterr()
     # progress on stderr, a line per run as it finishes (on the pool: in any order)
-    assert "[eval] 24/24 done " in cap.err and " route-blockage occ-ext seed 2\n" in cap.err
+    assert "[eval] 32/32 done " in cap.err and " route-blockage occ-ext seed 2\n" in cap.err
     assert "| synthetic | occ | 2 |" in cap.out  # the means over seeds ...
     assert "| synthetic | occ | 1 |" in cap.out  # ... and every run
     assert "| claim | paper | accepted (±30 % of the effect) |" in cap.out  # the paper's claims
 
     doc = json.loads(out.read_text())
     rows = doc["results"]
-    cases = ("synthetic", ev.CONTENTION, "route-blockage")
+    # the trace with the gNB-like input (the headline) and with the capacity mapping (ablation)
+    ablation = "synthetic (capacity mapping)"
+    cases = ("synthetic", ev.CONTENTION, "route-blockage", ablation)
+    assert doc["meta"]["mapping"] == "gnb" and doc["meta"]["groups"][ablation] == "traces-capacity"
     assert sorted((r["trace"], r["scheme"], r["seed"]) for r in rows) == sorted(
         (t, s, sd) for t in cases for s in ("occ", "gcc", "pbe", "occ-ext") for sd in (1, 2)
     )
@@ -62,16 +65,20 @@ def test_eval_occ_writes_results_table_and_plots(
     # occ rows ran the OCC xApp's engine, never the stand-in
     assert {r["abw_source"] for r in rows if r["scheme"] in ("occ", "occ-ext")} == {"occ-engine"}
     report = (plots / "report.md").read_text()
-    assert report.startswith("| case | scheme | seeds |")
+    assert report.startswith("The traces reach OCC as the **gNB-like input**")
+    assert "\n| case | scheme | seeds |" in report
     # the claims table per group of cases, a ratio per (case, seed): the paper's joint claim
     # (lower latency and higher bitrate, judged per run), its ablation, and PBE-CC between
     claims = {c["claim"]: c for c in doc["meta"]["claims"]}
     joint = "lowers the p99 network latency and raises the frame bitrate against GCC"
-    assert set(claims) == {f"{g}: {m}" for g in ("traces", "contention", "routes") for m in (
+    groups = ("traces", "contention", "routes", "traces, capacity mapping (ablation)")
+    assert set(claims) == {f"{g}: {m}" for g in groups for m in (
         f"OCC {joint}", f"OCC with extensions (ablation) {joint}",
         "p99 network latency, OCC / PBE-CC")}  # fmt: skip
     assert all(c["seeds"] == 2 for c in claims.values())
-    assert [c["counted"] for c in claims.values()].count(False) == 3  # the ablations
+    # not counted: occ-ext in each of the four groups, and the other mapping's other two
+    assert [c["counted"] for c in claims.values()].count(False) == 4 + 2
+    assert not any(c["counted"] for k, c in claims.items() if k.startswith(groups[-1]))
     by = {(r["trace"], r["scheme"], r["seed"]): r for r in rows}
     want = np.mean([by["route-blockage", "occ", sd]["network_latency_ms"]["p99"]
                     / by["route-blockage", "gcc", sd]["network_latency_ms"]["p99"]
@@ -109,7 +116,15 @@ def test_eval_occ_quick_runs_one_trace_and_the_contention_cell(
                  "--no-plots"]) == 0  # fmt: skip
     doc = json.loads((out / "results.json").read_text())
     assert not list(out.glob("*.png"))
-    assert {r["trace"] for r in doc["results"]} == {"a-trace", ev.CONTENTION, "route-good"}
+    assert {r["trace"] for r in doc["results"]} == {
+        "a-trace", ev.CONTENTION, "route-good", "a-trace (capacity mapping)"}  # fmt: skip
+    # the ablation can be left out
+    out2 = tmp_path / "quick2"
+    assert main(["eval", "occ", "--quick", "--traces", str(traces), "--out", str(out2),
+                 "--no-plots", "--no-mapping-ablation", "--mapping", "capacity"]) == 0  # fmt: skip
+    doc2 = json.loads((out2 / "results.json").read_text())
+    assert {r["trace"] for r in doc2["results"]} == {"a-trace", ev.CONTENTION, "route-good"}
+    assert doc2["meta"]["mapping"] == "capacity"
     assert doc["meta"]["duration_s"] == 10.0
     assert doc["meta"]["video"] == "webrtc" and doc["meta"]["content"] == "hdr"
 
@@ -131,6 +146,8 @@ def test_eval_occ_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         (["--occ-set", "nope=1"], "want KEY=VALUE with KEY one of"),
         (["--occ-set", "outage_fallback=maybe"], "is not a bool"),
         (["--csi-period-ms", "-1"], "--csi-period-ms must be >= 0"),
+        (["--csi-period-ms", "0"], "give --mapping capacity"),
+        (["--csi-period-ms", "0", "--mapping", "capacity"], "give --no-mapping-ablation"),
         (["--timeseries", "other"], "--timeseries: no trace other"),
         (["--timeseries", "synthetic", "--no-plots"], "--timeseries needs plots"),
         (["--routes", "nope"], "--routes: unknown route 'nope'"),
@@ -138,6 +155,9 @@ def test_eval_occ_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     ):
         assert main(base + extra) != 0
         assert msg in capsys.readouterr().err, extra
+    with pytest.raises(SystemExit):
+        main([*base, "--mapping", "raw"])
+    assert "invalid choice: 'raw'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 

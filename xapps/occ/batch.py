@@ -59,6 +59,7 @@ class EngineStats:
     ues_created: int = 0
     ues_expired: int = 0
     handover_events: int = 0
+    mcs_carried: int = 0  # UE rows without an MCS in a batch that took the UE's last one
 
     def reject(self, reason: str) -> None:
         self.rejected_batches += 1

@@ -17,7 +17,16 @@ from octoric.xapps.occ import kernel as K
 from octoric.xapps.occ.batch import AbwBatch, Bottleneck, EngineStats
 from octoric.xapps.occ.config import OccConfig
 from octoric.xapps.occ.errors import OccInputError
-from octoric.xapps.occ.metrics import BLOCK_ROWS, build_block, check_unique, ue_id_array
+from octoric.xapps.occ.metrics import (
+    BITS_PER_PRB,
+    BLOCK_ROWS,
+    build_block,
+    carry_mcs,
+    check_unique,
+    ue_id_array,
+)
+
+_R_ROW = BLOCK_ROWS.index(BITS_PER_PRB)
 
 GRANULE_MS = 1  # the engine's sample period; KPM granularity must match
 _INTERNET = int(Bottleneck.INTERNET)
@@ -94,6 +103,7 @@ class OccEngine:
         touch = np.full(cap, -1, dtype=np.int64)
         in_use = np.zeros(cap, dtype=np.bool_)
         last_out = np.zeros((cap, 2))  # target goodput, fallback flag of the latest sample
+        last_r = np.zeros(cap)  # bits per PRB of the latest granule with an MCS (0: none)
         if old:
             ist[:old] = self._ist
             fst[:old] = self._fst
@@ -106,10 +116,12 @@ class OccEngine:
             touch[:old] = self._touch
             in_use[:old] = self._in_use
             last_out[:old] = self._last_out
+            last_r[:old] = self._last_r
         self._ist, self._fst = ist, fst
         self._ring_u, self._ring_a, self._ring_c = ring_u, ring_a, ring_c
         self._dq_t, self._dq_v = dq_t, dq_v
         self._ho, self._touch, self._in_use, self._last_out = ho, touch, in_use, last_out
+        self._last_r: npt.NDArray[np.float64] = last_r
         self._cap = cap
 
     def _reset_estimator(self, s: int) -> None:
@@ -131,6 +143,7 @@ class OccEngine:
         self._ring_u[s] = 0.0
         self._ring_a[s] = 0.0
         self._ring_c[s] = 0
+        self._last_r[s] = 0.0
 
     def _new_slot(self, ue: int, now: int) -> int:
         if self._free:
@@ -152,6 +165,10 @@ class OccEngine:
         self.stats.ues_created += 1
         self._slot_cache.clear()
         return s
+
+    def _last_r_of(self, ue: int) -> float:
+        s = self._slot_of.get(ue)
+        return 0.0 if s is None else float(self._last_r[s])
 
     def _drop_slot(self, ue: int) -> None:
         s = self._slot_of.pop(ue)
@@ -282,7 +299,7 @@ class OccEngine:
         ``j`` of every UE is at time ``t0_ms + j`` ms. Raises ``OccInputError`` (and counts
         it) for a malformed batch, leaving every UE's state as it was."""
         try:
-            ids, slots, blk, t0 = self._prepare(ue_ids, t0_ms, metrics, granule_ms)
+            ids, slots, blk, t0, carried = self._prepare(ue_ids, t0_ms, metrics, granule_ms)
         except OccInputError as e:
             self.stats.reject(e.reason)
             raise
@@ -298,6 +315,11 @@ class OccEngine:
         t_last = t0 + g - 1
         self._now = max(self._now, t_last)
         self._touch[slots] = t_last
+        r = blk[_R_ROW]
+        pos = r > 0.0
+        last_pos = r[np.arange(n), g - 1 - np.argmax(pos[:, ::-1], axis=1)]
+        self._last_r[slots] = np.where(pos.any(axis=1), last_pos, self._last_r[slots])
+        self.stats.mcs_carried += carried
         state = self._ist[slots, K.I_STATE].astype(np.int8)
         ho = self._ho[slots].copy()
         outage = self._ist[slots, K.I_OUTAGE] > 0
@@ -328,8 +350,9 @@ class OccEngine:
 
     def _prepare(
         self, ue_ids: object, t0_ms: int, metrics: Mapping[str, object], granule_ms: int
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64], int]:
-        """Validate the batch and map UEs to slots (creating them only once all is valid)."""
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64], int, int]:
+        """Validate the batch and map UEs to slots (creating them only once all is valid); the
+        last item: rows whose MCS was carried (``carry_mcs``)."""
         if granule_ms != GRANULE_MS:
             raise OccInputError("granularity", f"granule must be {GRANULE_MS} ms, got {granule_ms}")
         if isinstance(t0_ms, bool) or not isinstance(t0_ms, int | np.integer) or t0_ms < 0:
@@ -340,6 +363,7 @@ class OccEngine:
         cached = self._slot_cache.get(key)
         if cached is None:
             check_unique(ids)  # a cached id list was checked when it was cached
+        metrics, carried = carry_mcs(ids, metrics, self._last_r_of)
         blk = build_block(ids, metrics, self.config.prb_total_dl)
         if cached is not None:
             slots = cached
@@ -366,7 +390,7 @@ class OccEngine:
             if len(self._slot_cache) >= 1024:
                 self._slot_cache.clear()
             self._slot_cache[key] = slots
-        return ids, slots, blk, t0
+        return ids, slots, blk, t0, carried
 
 
 __all__ = ["BLOCK_ROWS", "GRANULE_MS", "OccEngine", "params_vector"]

@@ -3,7 +3,7 @@ one indication's columns into the engine's input block, or reject it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -79,6 +79,38 @@ def fill_no_value(metrics: dict[str, FloatArray]) -> int:
         filled += int((nan & ~np.isnan(filled_a)).sum())
         a[...] = filled_a
     return filled
+
+
+def carry_mcs(
+    ue_ids: IntArray, metrics: Mapping[str, object], last_r: Callable[[int], float]
+) -> tuple[Mapping[str, object], int]:
+    """A UE the gNB served without a grant for a whole batch has no MCS in it (noValue:
+    srsRAN with octoric's patch reports OCC.McsDl only for granules with PDSCH PRBs) while
+    its PRBs (none), its buffer and the cell's idle PRBs are news: its row takes the UE's
+    last known bits per PRB (``last_r(ue)``, > 0 when known), so an outage or a cell taken
+    by others reaches the estimator instead of the UE's last estimate standing. A UE with
+    no known MCS, or a row the gNB did not serve at all (no PRB count either), is left
+    NaN (``build_block`` rejects it). Returns the metrics (a copy where changed) and how
+    many rows were carried."""
+    b = metrics.get(BITS_PER_PRB)
+    used = metrics.get(PRB_USED)
+    if b is None or used is None:
+        return metrics, 0
+    a = np.asarray(b)
+    u = np.asarray(used)
+    if a.ndim != 2 or a.dtype.kind != "f" or u.shape != a.shape or a.shape[0] != len(ue_ids):
+        return metrics, 0
+    empty = np.isnan(a).all(axis=1) & np.isfinite(u).any(axis=1)
+    if not empty.any():
+        return metrics, 0
+    a = a.copy()
+    n = 0
+    for i in np.flatnonzero(empty).tolist():
+        r = last_r(int(ue_ids[i]))
+        if r > 0.0:
+            a[i] = r
+            n += 1
+    return ({**metrics, BITS_PER_PRB: a} if n else metrics), n
 
 
 def build_block(

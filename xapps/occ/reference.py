@@ -13,7 +13,7 @@ import numpy as np
 from octoric.xapps.occ.batch import AbwBatch, Bottleneck, EngineStats
 from octoric.xapps.occ.config import OccConfig
 from octoric.xapps.occ.errors import OccInputError
-from octoric.xapps.occ.metrics import build_block, check_unique, ue_id_array
+from octoric.xapps.occ.metrics import build_block, carry_mcs, check_unique, ue_id_array
 
 
 @dataclass
@@ -36,8 +36,10 @@ class _Ue:
     outage: bool = False
     out_avg: float = 0.0  # average of 'no MCS' over ~L (outage_fallback)
     target: float = float("nan")
+    last_r: float = 0.0  # bits per PRB of the latest granule with an MCS (0: none)
 
     def reset_estimator(self) -> None:
+        self.last_r = 0.0
         self.idle_run = 0
         self.last_start = self.prev_start = -1
         self.samples.clear()
@@ -229,6 +231,9 @@ class ReferenceEngine:
                 raise OccInputError("time", f"t0_ms must be an integer >= 0, got {t0_ms!r}")
             ids = ue_id_array(ue_ids)
             check_unique(ids)
+            metrics, carried = carry_mcs(
+                ids, metrics, lambda u: self.ues[u].last_r if u in self.ues else 0.0
+            )
             blk = build_block(ids, metrics, self.config.prb_total_dl)
             late = [u for u in ids.tolist() if u in self.ues and self.ues[u].last_t >= t0_ms]
             if late:
@@ -248,11 +253,14 @@ class ReferenceEngine:
             for j in range(g):
                 o = self.step(st, t0 + j, *(float(blk[m, i, j]) for m in range(7)))
                 tg[i, j], bg[i, j], cg[i, j] = o.target, o.b, o.cp
+                if blk[3, i, j] > 0.0:
+                    st.last_r = float(blk[3, i, j])
             assert o is not None
             outs.append(o)
             st.touch = t0 + g - 1
         t_last = t0 + g - 1
         self._now = max(self._now, t_last)
+        self.stats.mcs_carried += carried
         self.stats.batches += 1
         self.stats.ue_samples += n * g
         states = [self.ues[u].state for u in ids.tolist()]

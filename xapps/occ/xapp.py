@@ -725,6 +725,7 @@ class OccXapp(XappBase):
             "reports_unsent_total": self.counters["reports_unsent"],
             "rejected_indications": self.rejected,
             "dropped_ue_rows": self.dropped_rows,
+            "mcs_carried_total": self.engine.stats.mcs_carried,
             "ho_event_errors": self.ho_errors,
             "rest_errors": self.shell.http.counters.errors,
             "feedback": Counter(self.feedback.counters),
@@ -758,6 +759,8 @@ _HELP = {
     "indications_total": "KPM indications (RMR 12050) received from the E2 nodes",
     "ue_samples_total": "UE x 1 ms samples the engine processed",
     "ue_samples_per_second": "UE x 1 ms samples processed per second (last 10 s)",
+    "mcs_carried_total": "UE rows of an indication without an MCS (no PDSCH in it) that took "
+    "the UE's last reported one",
     "processing_latency_seconds": "OCC's loop latency per indication: KPM indication in -> "
     "feedback sent and ABW report out (the 1 ms target)",
     "ues": "UEs with an estimate",
