@@ -240,6 +240,8 @@ def _scenario(case: EvalCase, scheme: str, duration_s: float, opts: EvalOptions)
     sc.name = case.name
     sc.duration_s = duration_s
     sc.abw_source = "occ-engine"  # only `occ` flows read it: never the stand-in
+    if case.trace is not None:
+        fit_cell(sc, case.trace, opts.csi_period_ms)
     for ue in sc.ues:
         if ue.channel.kind == "mahimahi":
             ue.channel.csi_period_ms = opts.csi_period_ms
@@ -252,6 +254,31 @@ def _scenario(case: EvalCase, scheme: str, duration_s: float, opts: EvalOptions)
                 if opts.video == "webrtc" else VideoConfig()
             )  # fmt: skip
     return sc
+
+
+def fit_cell(sc: Any, trace: Path, csi_period_ms: int) -> None:
+    """Give the trace scenario's cell (106 PRBs, one layer) the layers (up to 4), then the PRBs
+    (up to 275), that the trace's busiest CSI period needs at the top MCS: the gNB-like input
+    carries each period on an MCS and PRB process (a 5G download peaks at ~530 Mbit/s over
+    20 ms), and both mappings run on the same cell."""
+    from octoric.sim.channels.gnb_view import peak_period_bits
+    from octoric.sim.channels.traces import read_mahimahi
+    from octoric.sim.mcs import McsMapper
+
+    if csi_period_ms <= 0:
+        return
+    ran = sc.ran
+    peak = peak_period_bits(read_mahimahi(str(trace)).bytes_per_ms * 8.0, csi_period_ms)
+    top = McsMapper(ran.mcs_table).bits[-1] * (1000.0 / (ran.slot_ms * 1000.0))  # bits/ms/PRB
+    need = peak / (ran.n_prb * top)
+    if need > 4:
+        prbs = int(np.ceil(peak / (4 * top)))
+        if prbs > 275:
+            raise EvalError(f"{trace.name}: peaks at {peak / 1000:.0f} Mbit/s over "
+                            f"{csi_period_ms} ms, more than a 275-PRB cell carries")  # fmt: skip
+        ran.layers, ran.n_prb = 4, prbs
+    elif need > ran.layers:
+        ran.layers = int(np.ceil(need))
 
 
 def block_mean(per_ms: np.ndarray, block_ms: int) -> np.ndarray:
@@ -493,7 +520,8 @@ def write_plots(results: list[EvalResult], folder: Path, prefix: str = "occ-eval
         for r in (r for r in results if r.trace == tr):
             a = np.sort(np.asarray(r.latencies_ms))
             if a.size:
-                ax.plot(a, np.arange(1, a.size + 1) / a.size, label=r.scheme,
+                used = "" if r.utilization is None else f" ({r.utilization:.0%} of capacity)"
+                ax.plot(a, np.arange(1, a.size + 1) / a.size, label=f"{r.scheme}{used}",
                         color=colors.get(r.scheme))  # fmt: skip
         ax.axvline(STALL_MS, color="grey", ls=":", lw=0.8)
         ax.set_xscale("log")

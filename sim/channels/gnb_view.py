@@ -20,19 +20,20 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from octoric.sim.errors import ScenarioError
 from octoric.sim.measurements import KpmReport
 
 
 @dataclass(frozen=True)
 class GnbPlan:
     """Per millisecond of the trace: the MCS the gNB used (-1: the UE had no PRBs), its bits
-    per PRB per slot (NaN: none), the UE's PRBs, and what that carries (bits per ms)."""
+    per PRB per slot (NaN: none; MCS x layers), the UE's PRBs, and what that carries."""
 
     mcs: np.ndarray  # int16
+    layers: np.ndarray  # int8 (0: no PRBs)
     bits_per_prb: np.ndarray  # float64, per slot
     prbs: np.ndarray  # int32, the UE's PRBs in each of the ms's slots
     delivered_bits: np.ndarray  # float64, per ms: prbs x bits per PRB x slots per ms
-    overflow_ms: int  # ms whose period exceeds every PRB at the top MCS (capped there)
 
 
 def _spread(frac: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -42,45 +43,65 @@ def _spread(frac: np.ndarray, j: np.ndarray) -> np.ndarray:
     return out
 
 
+def peak_period_bits(per_ms_bits: np.ndarray, period_ms: int) -> float:
+    """The highest rate of any link-adaptation period, bits per ms."""
+    a = np.asarray(per_ms_bits, dtype=np.float64)
+    k = np.arange(a.size) // period_ms
+    return float((np.bincount(k, weights=a) / np.bincount(k)).max()) if a.size else 0.0
+
+
 def plan(per_ms_bits: np.ndarray, period_ms: int, n_prb: int, bits_per_slot: np.ndarray,
-         slot_us: int) -> GnbPlan:  # fmt: skip
+         slot_us: int, max_layers: int = 1) -> GnbPlan:  # fmt: skip
     """What the gNB used, ms by ms, to carry each link-adaptation period's bytes of the trace
-    (``per_ms_bits``: the cell's capacity for the UE, bits per ms).
+    (``per_ms_bits``: the cell's capacity for the UE, bits per ms; ``bits_per_slot``: one
+    layer's bits per PRB per slot at each MCS; up to ``max_layers`` layers).
 
     Above MCS 0 on every PRB the UE has every PRB and link adaptation alternates between the
-    two MCS that bracket the period's rate (OLLA moves the MCS slot by slot; a single table
-    MCS would leave a fraction of the PRBs to nobody). Below it, MCS 0 on a share of the PRBs
-    (others hold the rest). Each period's bits are kept within half a ms of one MCS step (or
-    of one PRB), unbiased."""
+    two (MCS, layers) that bracket the period's rate (OLLA moves the MCS slot by slot; a single
+    table entry would leave a fraction of the PRBs to nobody). Below it, MCS 0 on a share of
+    the PRBs (others hold the rest). Each period's bits are kept within half a ms of one step
+    (or of one PRB), unbiased. Raises ``ScenarioError`` if a period needs more than the cell's
+    PRBs carry at the top MCS and layers."""
     a = np.asarray(per_ms_bits, dtype=np.float64)
-    table = np.asarray(bits_per_slot, dtype=np.float64)
-    per_ms = table * (1000.0 / slot_us)  # one PRB for a ms at each MCS
+    base = np.asarray(bits_per_slot, dtype=np.float64)
+    # every (MCS, layers) a gNB could use, by bits per PRB (fewer layers first on a tie)
+    cm = np.tile(np.arange(base.size), max_layers)
+    cl = np.repeat(np.arange(1, max_layers + 1), base.size)
+    cb = base[cm] * cl
+    order = np.lexsort((cl, cb))
+    cm, cl, cb = cm[order], cl[order], cb[order]
+    per_ms = cb * (1000.0 / slot_us)  # one PRB for a ms at each choice
     whole = n_prb * per_ms
+    peak = peak_period_bits(a, period_ms)
+    if peak > whole[-1] * (1 + 1e-9):
+        raise ScenarioError(
+            f"report 'gnb': the trace peaks at {peak / 1000:.1f} Mbit/s over a "
+            f"{period_ms} ms period, more than {n_prb} PRBs carry at the top MCS with "
+            f"{max_layers} layer(s) ({whole[-1] / 1000:.1f} Mbit/s): give the cell more PRBs "
+            "or layers (ran.n_prb, ran.layers)",
+            "channel.report",
+        )
     k = np.arange(a.size) // period_ms
     c = (np.bincount(k, weights=a) / np.bincount(k))[k]  # the period's rate, every ms
     j = np.arange(a.size) - k * period_ms  # the ms's index in its period
-    top = len(table) - 1
-    # above the floor: m - 1 and m bracket c (whole[m - 1] < c <= whole[m])
-    m = np.clip(np.searchsorted(whole, c, side="left"), 1, top)
-    x = np.clip((c - whole[m - 1]) / (whole[m] - whole[m - 1]), 0.0, 1.0)
-    mcs = m - 1 + _spread(x, j)
+    top = len(cb) - 1
+    # above the floor: choices i - 1 and i bracket c (whole[i - 1] < c <= whole[i])
+    i = np.clip(np.searchsorted(whole, c, side="left"), 1, top)
+    x = np.clip((c - whole[i - 1]) / (whole[i] - whole[i - 1]), 0.0, 1.0)
+    pick = i - 1 + _spread(x, j)
     prbs = np.full(a.size, n_prb, dtype=np.int64)
     low = c <= whole[0]
-    share = c / per_ms[0]  # PRBs at MCS 0
+    share = c / per_ms[0]  # PRBs at the lowest choice
     prbs[low] = np.floor(share[low]) + _spread(share[low] % 1.0, j[low])
-    mcs[low] = 0
-    over = c > whole[top]
-    mcs[over] = top
+    pick[low] = 0
     none = prbs <= 0
-    mcs[none] = -1
     prbs[none] = 0
-    bits = np.where(none, np.nan, table[np.maximum(mcs, 0)])
     return GnbPlan(
-        mcs=mcs.astype(np.int16),
-        bits_per_prb=bits,
+        mcs=np.where(none, -1, cm[pick]).astype(np.int16),
+        layers=np.where(none, 0, cl[pick]).astype(np.int8),
+        bits_per_prb=np.where(none, np.nan, cb[pick]),
         prbs=prbs.astype(np.int32),
-        delivered_bits=np.where(none, 0.0, prbs * per_ms[np.maximum(mcs, 0)]),
-        overflow_ms=int(over.sum()),
+        delivered_bits=np.where(none, 0.0, prbs * per_ms[pick]),
     )
 
 

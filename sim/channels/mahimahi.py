@@ -63,8 +63,9 @@ class MahimahiChannel:
         self.bits_per_ms = np.asarray(bits_per_ms, dtype=np.float64)
         if self.report_mode == "gnb":
             ctx = self.ctx
+            one_layer = np.asarray(ctx.mapper.bits) / ctx.mapper.layers
             self.gnb = gnb_view.plan(self.bits_per_ms * ctx.n_prb, self.la_period_ms, ctx.n_prb,
-                                     np.asarray(ctx.mapper.bits), ctx.slot_us)  # fmt: skip
+                                     one_layer, ctx.slot_us, ctx.mapper.layers)  # fmt: skip
             self.bits_per_ms = self.gnb.delivered_bits / ctx.n_prb
             self.reported_per_ms = self.bits_per_ms
             return

@@ -210,3 +210,27 @@ def test_sender_pacer_re_times_its_queue_when_the_target_rises() -> None:
     # every frame's last send time is recorded, never before it was encoded
     fr = snd.frames
     assert all(s >= e for s, e in zip(fr.sent_us, fr.enc_us, strict=True))
+
+
+def test_the_cell_carries_the_traces_busiest_period(tmp_path: Path) -> None:
+    """A trace whose CSI periods peak above 106 PRBs at the top MCS gets the layers, then the
+    PRBs, its gNB-like input needs (both mappings run on that cell)."""
+    from octoric.sim.scenario import load
+
+    def peak(mbps: float, name: str) -> Path:
+        per_ms = round(mbps * 1000 / 12_000)  # 1500-byte packets per ms
+        p = tmp_path / name
+        p.write_text("".join(f"{t}\n" * (per_ms if t <= 20 else 1) for t in range(1, 201)))
+        return p
+
+    # 700: 58 packets in each of ms 1-19 of the first 20 ms period, 661 Mbit/s over it: 143.1
+    # PRBs at 4 layers of MCS 27 (1155 bits per PRB and layer)
+    for mbps, layers, prbs in ((50, 1, 106), (200, 2, 106), (700, 4, 144)):
+        trace = peak(mbps, f"p{mbps}.down")
+        sc = load(f"trace:{trace}")
+        ev.fit_cell(sc, trace, 20)
+        assert (sc.ran.layers, sc.ran.n_prb) == (layers, prbs), mbps
+        for mapping in ("gnb", "capacity"):
+            case = ev.EvalCase("p", trace, mapping=mapping)
+            r = ev.run_case(case, "gcc", 1.0)
+            assert r.capacity_kbps > 0

@@ -52,7 +52,17 @@ def test_plan_carries_each_periods_bits_at_the_mcs_that_bracket_its_rate() -> No
     assert (mcs[2] == 0).all() and abs(prbs[2].mean() - 0.4 * N_PRB) <= 0.05 * N_PRB
     # a period without deliveries: no PRBs, no MCS (noValue)
     assert (mcs[3] == -1).all() and (prbs[3] == 0).all() and np.isnan(p.bits_per_prb[60:]).all()
-    assert p.overflow_ms == 0
+    assert set(p.layers.tolist()) == {0, 1}
+
+
+def test_plan_uses_more_layers_and_refuses_a_period_no_cell_carries() -> None:
+    whole = N_PRB * TABLE  # one layer
+    c = _periods([whole[-1] / 1000 * 1.5])  # 1.5x the top MCS on one layer
+    with pytest.raises(ScenarioError, match="more than 106 PRBs carry"):
+        gnb_view.plan(c, 20, N_PRB, TABLE, 1000)
+    p = gnb_view.plan(c, 20, N_PRB, TABLE, 1000, max_layers=2)
+    assert set(p.layers.tolist()) == {2} and (p.prbs == N_PRB).all()
+    assert abs(p.delivered_bits.sum() - c.sum()) < whole[-1]
 
 
 def test_apply_reports_own_prbs_others_and_no_value_without_a_grant() -> None:
