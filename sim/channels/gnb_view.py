@@ -115,6 +115,12 @@ def apply(rep: KpmReport, col: int, n_prb: int, mcs: np.ndarray, bits: np.ndarra
         own = np.where(served, np.ceil(sent_bits / np.where(served, bits, 1.0) - 1e-6), 0.0)
     own = np.minimum(own, n_prb).astype(np.int32)
     others = n_prb - prbs
+    # how many other UEs: as many as a proportional-fair cell needs to leave the UE its share
+    # (12 of 106 PRBs: 8 others), so the fair share the cell's state implies is the UE's own
+    # (one other with 94 PRBs would tell OCC's Eq. 4 the UE could have half the cell); a
+    # period without PRBs: one PRB each
+    n_others = np.where(prbs > 0, np.ceil(n_prb / np.maximum(prbs, 1) - 1e-9) - 1, n_prb)
+    n_others = np.where(others > 0, np.maximum(n_others, 1), 0).astype(np.int32)
     cell = rep.ue_cell[:, col]
     on = cell >= 0
     rows = np.flatnonzero(on)
@@ -128,8 +134,8 @@ def apply(rep: KpmReport, col: int, n_prb: int, mcs: np.ndarray, bits: np.ndarra
     act = rep.active_ues_dl.copy()
     c = cell[rows]
     # the UE's unused PRBs are idle only where nobody else is on the cell: other UEs with
-    # data (they held PRBs this period) take what it leaves
+    # data (they held PRBs this period) take what it leaves, and count as active
     idle[rows, c] = np.where(others[rows] > 0, 0, n_prb - own[rows])
-    act[rows, c] = act[rows, c] + (others[rows] > 0)
+    act[rows, c] = act[rows, c] + n_others[rows]
     return replace(rep, prb_used_dl=prb, bits_per_prb_dl=b, mcs_dl=m, prb_avail_dl=idle,
                    active_ues_dl=act)  # fmt: skip

@@ -87,9 +87,10 @@ def test_apply_reports_own_prbs_others_and_no_value_without_a_grant() -> None:
     assert out.bits_per_prb_dl[[1, 2], 0].tolist() == [TABLE[3], TABLE[0]]
     assert out.mcs_dl[:, 0].tolist() == [-1, 3, 0, -1]
     # alone in the cell its unused PRBs are idle; with others on it, none are (they take
-    # them), and they count as an active UE
+    # them), and they count as active UEs, as many as leave the UE its share
     assert out.prb_avail_dl[:, 0].tolist() == [N_PRB, N_PRB - own[0], 0, 0]
-    assert out.active_ues_dl[:, 0].tolist() == [1, 1, 2, 2]
+    # (60 of 106 PRBs: one other UE leaves it that share; none: 106 others, a PRB each)
+    assert out.active_ues_dl[:, 0].tolist() == [1, 1, 2, 1 + N_PRB]
     assert rep.prb_used_dl[0, 0] == 7  # the engine's own report is left as it was
 
 
@@ -148,7 +149,7 @@ def test_what_occ_sees_in_a_gap(tmp_path: Path) -> None:
     assert np.isnan(col("gnb", "bits_per_prb_dl")[gap]).all()
     assert (col("gnb", "prb_used_dl")[gap] == 0).all()
     assert (col("gnb", "prb_avail_dl")[gap] == 0).all()
-    assert (col("gnb", "active_ues_dl")[gap] >= 1).all()
+    assert (col("gnb", "active_ues_dl")[gap] >= N_PRB).all()
     # served at 12 Mbit/s: the UE's own PRBs at a real MCS, every PRB its own
     busy = slice(100, 380)
     assert (col("gnb", "mcs_dl")[busy] >= 0).all()
