@@ -13,13 +13,28 @@ ratio (mean and 95 % interval over seeds, runs in direction) and a verdict (``cl
 with the Throughput, BOLA or Dynamic rule, without and with DASH-H (Octopus's server-side veto
 of bitrate drops after a handover while the buffer holds >= 5 s); metrics per flow, then the
 mean over flows: average bitrate, 4K share, oscillation (Eq. 3) and stall rate.
+
+Octopus's handover reports (BBR-H's Seq_HO, DASH-H's "a HO happened") leave the RAN when a
+handover ends, as ToN'22's HOMonitor sees it (``octopus_engine``), not when it starts as the
+simulator's default RC report does.
+
+Fig. 23 (§V-B: BBR's BtlBw "mistakenly lowered, which lasts about 180 ms with a minimum of only
+30 Mbps" when a handover's delayed ACKs arrive): every TCP run records its flows' ACKs
+(``record_acks``) and measures each handover (``around_handover``: BtlBw before, its lowest
+value and the time below 90 % of it, the lowest delivery-rate sample, the ACK gap, the delayed
+ACKs and the throughput lost); ``run_fig23`` does the same with one UE on a steady channel (the
+handovers alone), with 1 ms series of the first handovers (``ms_series``), for BBR and BBR-H.
+``btlbw_around_handovers`` is the measurement on its own, for any scheme and setup.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +50,19 @@ from octoric.experiments.experiment import (
     percentile,
     register,
 )
+from octoric.sim.cc.bbr import Bbr
 from octoric.sim.dash import SegmentRecord
-from octoric.sim.engine import Engine
-from octoric.sim.scenario import load
+from octoric.sim.engine import Engine, MobilityEvent
+from octoric.sim.events import event_kind
+from octoric.sim.flows.state import FlowState
+from octoric.sim.scenario import Scenario, load
+from octoric.sim.transport import RateSample, TransportSender
 
 SCHEMES = ("cubic", "bbr", "bbr-h", "bbr+")
 MOBILITY = ("hsr", "driving", "walking")
 SEEDS = 5  # issue #46: at least 5 seeds wherever a paper's number is compared
+FIG23_ROW = "hsr, 1 UE, steady channel"  # Fig. 23's measurement: the handovers alone
+FIG23_SCHEMES = ("bbr", "bbr-h")
 ABR_RULES = ("throughput", "bola", "dynamic")  # dash.js's, as ToN'22 Table VII
 DASH_METRICS = ("avg_bitrate_mbps", "share_4k", "oscillation_mbps", "stall_rate", "rebuffer_s")
 # Table VII (HSR, 8 round trips): DASH / DASH-H per rule
@@ -55,14 +76,63 @@ TABLE_VII = {
 }  # fmt: skip
 
 
-def run_one(mobility: str, scheme: str, duration_s: float, seed: int) -> dict[str, Any]:
+def tcp_scenario(mobility: str, scheme: str, duration_s: float, ues: int | None = None,
+                  fading: bool = True) -> Scenario:  # fmt: skip
+    """The ``hsr`` cells with bulk flows of ``scheme``, the UEs moving as ``mobility``."""
     sc = load("hsr")
     sc.duration_s = duration_s
     for u in sc.ues:
         u.mobility.profile = mobility
+        if ues is not None:
+            u.count = ues
+        if not fading:
+            u.channel.std_db = 0.0
         for spec in u.flows:
             spec.traffic, spec.scheme = "bulk", scheme
+    return sc
+
+
+def _report(eng: Engine, t_us: int, report: Callable[[int], None]) -> None:
+    report(t_us)
+
+
+REPORT_AT_SERVER = event_kind(_report)
+
+
+def octopus_engine(sc: Scenario, seed: int, report_at_end: bool = True) -> Engine:
+    """The engine of ``sc`` with Octopus's handover reports timed as ToN'22 times them: at the
+    handover's end. HOMonitor sees a handover when the UE's serving PCI changes (§III-B, Fig.
+    14), which the UE's end-of-HO signalling brings about (Fig. 15, step 1; Table IV: 1.6 ms
+    later at the MEC, 18.25 ms in the UE-centric deployment of the field runs), and BBR-H "can
+    only take action when the UE resumes the data connection after HO" (§IV). The simulator's
+    default reports a handover at its start (a RIC's RC report); here the report leaves the RAN
+    ``e2_delay_ms`` after the UE is attached again (a failed handover: re-established) and
+    crosses the flow's wired path, for BBR-H's Seq_HO and DASH-H alike.
+    ``report_at_end=False``: the simulator's default."""
     eng = Engine(sc, seed)
+    if not report_at_end:
+        return eng
+    reports = {}
+    for f in eng.flows:
+        if f.on_handover_report is not None:
+            reports[f.idx] = f.on_handover_report
+            f.on_handover_report = None  # no report at the start
+
+    def at_end(ev: MobilityEvent) -> None:
+        if ev.kind != "ho_end":
+            return
+        for f in eng.flows:
+            if f.ue == ev.ue and f.idx in reports:
+                t = ev.t_us + round(eng.sc.e2_delay_ms * 1000) + f.dl_delay_us
+                eng.push(t, REPORT_AT_SERVER, reports[f.idx])
+
+    eng.add_mobility_sink(at_end)
+    return eng
+
+
+def run_one(mobility: str, scheme: str, duration_s: float, seed: int) -> dict[str, Any]:
+    eng = octopus_engine(tcp_scenario(mobility, scheme, duration_s), seed)
+    traces = {f.idx: record_acks(f) for f in eng.flows}
     eng.run()
     goodput, rtts = [], []
     for f in eng.flows:
@@ -71,7 +141,186 @@ def run_one(mobility: str, scheme: str, duration_s: float, seed: int) -> dict[st
         rtts.extend(f.tx.rtt_samples_ms)
     q = [percentile(rtts, p, None) if rtts else math.nan for p in (25, 50, 75)]
     return {"goodput_mbps": statistics.fmean(goodput) / 1e6, "rtt_ms": q,
-            "handovers": len(eng.handovers)}  # fmt: skip
+            "handovers": len(eng.handovers),
+            "around_handovers": summarize_handovers(handover_rows(eng, traces))}  # fmt: skip
+
+
+# --- Fig. 23: BBR's BtlBw, its delivery-rate samples and the ACKs around each handover --------
+@dataclass
+class AckTrace:
+    """One flow's ACKs as its sender saw them (µs, bytes, bit/s): arrival time, bytes newly
+    acknowledged, the ACK's RTT, its delivery-rate sample (delivered over max(send interval,
+    ACK interval), before BBR-H's correction) and the scheme's estimate after it (BtlBw for BBR
+    and its variants, else cwnd / SRTT)."""
+
+    t_us: list[int] = field(default_factory=list)
+    acked: list[int] = field(default_factory=list)
+    rtt_us: list[int] = field(default_factory=list)
+    sample_bps: list[float] = field(default_factory=list)
+    estimate_bps: list[float] = field(default_factory=list)
+
+
+def record_acks(f: FlowState) -> AckTrace:
+    """Record ``f``'s ACKs from now on (wraps its window scheme's ``on_ack``; the interpreted
+    simulator only)."""
+    assert f.tx is not None
+    cc, tx, tr = f.tx.scheme, f.tx, AckTrace()
+    on_ack = cc.on_ack
+
+    def spy(now_us: int, rs: RateSample, snd: TransportSender) -> None:
+        on_ack(now_us, rs, snd)
+        tr.t_us.append(now_us)
+        tr.acked.append(rs.acked)
+        tr.rtt_us.append(rs.rtt_us)
+        tr.sample_bps.append(rs.delivery_bps)
+        tr.estimate_bps.append(cc.btlbw if isinstance(cc, Bbr) else cc.target_bps(now_us, tx))
+
+    cc.on_ack = spy  # type: ignore[method-assign,assignment]
+    return tr
+
+
+def around_handover(tr: AckTrace, start_us: int, end_us: int, stop_us: int,
+                    before_us: int = 500_000) -> dict[str, Any] | None:  # fmt: skip
+    """What one handover (the UE detached over [start_us, end_us)) did to the flow of ``tr``,
+    from its start to ``stop_us`` (1 s later, or the UE's next handover): Fig. 23's figures.
+
+    - ``pre_mbps``: the estimate at the last ACK before the start (None: no ACK yet, no row);
+      ``min_mbps`` / ``min_frac``: its lowest value after, absolute and over ``pre_mbps``;
+    - ``below90_ms``: how long the estimate (held from one ACK to the next) stayed below 90 %
+      of ``pre_mbps``;
+    - ``min_sample_frac``: the lowest delivery-rate sample over ``pre_mbps``;
+    - ``ack_gap_ms``: the longest time without an ACK; ``ack_delay_ms``: the largest RTT less
+      the lowest one before the start; ``held_acks`` / ``burst_ms``: the ACKs of packets sent
+      before the start that arrived after the end (the handover delayed them) and the time
+      over which they came;
+    - ``lost_mbit``: megabits acknowledged less than at the rate of the ``before_us`` before
+      the start, over [start_us, stop_us); ``outage_mbit``: that rate over the interruption
+      alone (what a UDP flow would lose)."""
+    t = tr.t_us
+    i0 = bisect.bisect_left(t, start_us)
+    i1 = bisect.bisect_left(t, stop_us)
+    if i0 == 0 or stop_us <= start_us:
+        return None
+    pre = tr.estimate_bps[i0 - 1]
+    if pre <= 0:
+        return None
+    est = [pre, *tr.estimate_bps[i0:i1]]
+    times = [start_us, *t[i0:i1]]  # each value holds from here to the next (the last: stop)
+    below = sum(
+        b - a for a, b, v in zip(times, [*times[1:], stop_us], est, strict=True) if v < 0.9 * pre
+    )
+    gaps = [b - a for a, b in itertools.pairwise([t[i0 - 1], *t[i0:i1], stop_us])]
+    rtprop = min(tr.rtt_us[:i0])
+    held = [t[i] for i in range(i0, i1) if t[i] >= end_us and t[i] - tr.rtt_us[i] < start_us]
+    j = bisect.bisect_left(t, start_us - before_us)
+    rate = sum(tr.acked[j:i0]) * 8 / (min(before_us, start_us - t[0]) or 1)  # bit/µs
+    got = sum(tr.acked[i0:i1]) * 8
+    return {
+        "pre_mbps": pre / 1e6, "min_mbps": min(est) / 1e6, "min_frac": min(est) / pre,
+        "below90_ms": below / 1e3,
+        "min_sample_frac": min(tr.sample_bps[i0:i1], default=pre) / pre,
+        "ack_gap_ms": max(gaps) / 1e3,
+        "ack_delay_ms": max((r - rtprop for r in tr.rtt_us[i0:i1]), default=0) / 1e3,
+        "held_acks": len(held), "burst_ms": (held[-1] - held[0]) / 1e3 if held else 0.0,
+        "lost_mbit": (rate * (stop_us - start_us) - got) / 1e6,
+        "outage_mbit": rate * (end_us - start_us) / 1e6,
+    }  # fmt: skip
+
+
+def handover_rows(eng: Engine, traces: dict[int, AckTrace],
+                  window_us: int = 1_000_000) -> list[dict[str, Any]]:  # fmt: skip
+    """``around_handover`` for every handover of the UE of every traced flow (the window ends
+    at the UE's next handover if it comes sooner), with the handover's own figures."""
+    rows = []
+    for idx, tr in traces.items():
+        ue = eng.flows[idx].ue
+        hos = sorted((h for h in eng.handovers if h.ue == ue), key=lambda h: h.start_s)
+        end_of_run = round(eng.sc.duration_s * 1e6)
+        for h, nxt in itertools.zip_longest(hos, hos[1:]):
+            start = round(h.start_s * 1e6)
+            stop = min(start + window_us, end_of_run,
+                       round(nxt.start_s * 1e6) if nxt is not None else end_of_run)  # fmt: skip
+            r = around_handover(tr, start, start + round(h.outage_ms * 1e3), stop)
+            if r is not None:
+                rows.append({"flow": idx, "start_s": round(h.start_s, 3),
+                             "outage_ms": round(h.outage_ms, 1), "failed": h.failed,
+                             "window_ms": (stop - start) / 1e3, **r})  # fmt: skip
+    return rows
+
+
+def summarize_handovers(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians (and the worst) over the successful handovers with a whole window after them;
+    ``fell``: the share whose estimate went below 90 % of its value before."""
+    ok = [r for r in rows if not r["failed"] and r["window_ms"] >= 999]
+    if not ok:
+        return {"handovers": 0}
+    med = statistics.median
+    out: dict[str, Any] = {"handovers": len(ok),
+                           "fell": sum(r["min_frac"] < 0.9 for r in ok) / len(ok),
+                           "worst_min_frac": min(r["min_frac"] for r in ok),
+                           "worst_below90_ms": max(r["below90_ms"] for r in ok)}  # fmt: skip
+    for k in (
+        "pre_mbps",
+        "min_mbps",
+        "min_frac",
+        "below90_ms",
+        "min_sample_frac",
+        "ack_gap_ms",
+        "ack_delay_ms",
+        "held_acks",
+        "burst_ms",
+        "lost_mbit",
+        "outage_mbit",
+    ):
+        out[k] = med(r[k] for r in ok)
+    return out
+
+
+def btlbw_around_handovers(
+    scheme: str, seed: int, duration_s: float = 60.0, mobility: str = "hsr",
+    ues: int | None = None, fading: bool = True, report_at_end: bool = True,
+) -> tuple[list[dict[str, Any]], dict[int, AckTrace]]:  # fmt: skip
+    """Fig. 23 in the simulator: bulk flows of ``scheme`` on the ``hsr`` scenario (``ues``:
+    that many UEs instead of 4; ``fading=False``: a steady channel, so that what changes around
+    a handover is the handover's doing; ``report_at_end=False``: Octopus's reports at the
+    handover's start, the simulator's default), every flow's ACKs recorded; the per-handover
+    rows of ``handover_rows`` and the traces."""
+    sc = tcp_scenario(mobility, scheme, duration_s, ues, fading)
+    eng = octopus_engine(sc, seed, report_at_end)
+    traces = {f.idx: record_acks(f) for f in eng.flows}
+    eng.run()
+    return handover_rows(eng, traces), traces
+
+
+def ms_series(tr: AckTrace, start_us: int, before_ms: int = 100,
+              after_ms: int = 1000) -> dict[str, list[Any]]:  # fmt: skip
+    """``tr`` around ``start_us`` at 1 ms resolution (Fig. 23's time series): per ms from
+    ``-before_ms`` to ``after_ms``, the estimate at its end (Mbit/s), the lowest delivery-rate
+    sample of its ACKs (Mbit/s, None without an ACK) and its ACK count."""
+    t = tr.t_us
+    est, low, acks = [], [], []
+    for k in range(-before_ms, after_ms):
+        a = bisect.bisect_left(t, start_us + k * 1000)
+        b = bisect.bisect_left(t, start_us + (k + 1) * 1000)
+        est.append(round(tr.estimate_bps[b - 1] / 1e6, 2) if b else None)
+        low.append(round(min(tr.sample_bps[a:b]) / 1e6, 2) if b > a else None)
+        acks.append(b - a)
+    return {"ms": list(range(-before_ms, after_ms)), "estimate_mbps": est,
+            "min_sample_mbps": low, "acks": acks}  # fmt: skip
+
+
+def run_fig23(scheme: str, duration_s: float, seed: int, series: int = 3) -> dict[str, Any]:
+    """Fig. 23's setup reduced to its handovers: one UE on the ``hsr`` cells with a steady
+    channel (no fading, no cell shared), so that what changes around a handover is the
+    handover's doing; ``summarize_handovers`` of its handovers, their rows, and the ms series
+    of the first ``series`` successful ones with a whole second after them."""
+    rows, traces = btlbw_around_handovers(scheme, seed, duration_s, ues=1, fading=False)
+    whole = [r for r in rows if not r["failed"] and r["window_ms"] >= 999][:series]
+    tr = traces[0]
+    return {"around_handovers": summarize_handovers(rows), "rows": rows,
+            "goodput_mbps": sum(tr.acked) * 8 / duration_s / 1e6,
+            "series": [{"start_s": r["start_s"], **ms_series(tr, round(r["start_s"] * 1e6))}
+                       for r in whole]}  # fmt: skip
 
 
 def dash_name(abr: str, dash_h: bool) -> str:
@@ -87,7 +336,7 @@ def run_dash(abr: str, dash_h: bool, duration_s: float, seed: int) -> dict[str, 
         for spec in u.flows:
             spec.traffic, spec.scheme = "dash", "cubic"
             spec.dash.abr, spec.dash.dash_h = abr, dash_h  # type: ignore[assignment]
-    eng = Engine(sc, seed)
+    eng = octopus_engine(sc, seed)
     eng.run()
     ms = [f.dash.summary(eng.slot * eng.slot_us) for f in eng.flows if f.dash is not None]
     out: dict[str, Any] = {k: statistics.fmean(m[k] for m in ms) for k in DASH_METRICS}
@@ -253,9 +502,100 @@ def markdown(res: dict[str, Any], plot: str | None) -> str:
               "CWND\"), is not modelled (no formula in ToN'22; the MobiCom'19 paper is not in "
               "shared/papers), so its RTT claims are not expected to hold; its faster probing is "
               "what tests/sim/test_transport.py checks.", ""]  # fmt: skip
+    if res.get("fig23"):
+        lines += fig23_markdown(res)
     if res.get("dash"):
         lines += dash_markdown(res)
     return "\n".join(lines)
+
+
+def _first_series(by: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """The Fig. 23 runs with their ms series kept for the first seed only (results.json)."""
+    return {s: [r if i == 0 else {k: v for k, v in r.items() if k != "series"}
+                for i, r in enumerate(rs)] for s, rs in by.items()}  # fmt: skip
+
+
+def _fig23_row(label: str, sums: list[dict[str, Any]]) -> str:
+    """One table row: each figure's median per run, then the mean over runs."""
+    sums = [x for x in sums if x.get("handovers")]
+    if not sums:
+        return f"| {label} | 0 |" + " |" * 8
+
+    def m(k: str) -> float:
+        return statistics.fmean(x[k] for x in sums)
+
+    return (f"| {label} | {sum(x['handovers'] for x in sums)} | {m('pre_mbps'):.1f} | "
+            f"{m('min_mbps'):.1f} ({m('min_frac') * 100:.0f} %; worst "
+            f"{min(x['worst_min_frac'] for x in sums) * 100:.0f} %) | {m('below90_ms'):.0f} (worst "
+            f"{max(x['worst_below90_ms'] for x in sums):.0f}; {m('fell') * 100:.0f} % fell) | "
+            f"{m('min_sample_frac') * 100:.0f} % | {m('ack_gap_ms'):.0f} | "
+            f"{m('held_acks'):.0f} in {m('burst_ms'):.0f} ms, up to {m('ack_delay_ms'):.0f} ms | "
+            f"{m('lost_mbit'):.1f} ({m('outage_mbit'):.1f}) |")  # fmt: skip
+
+
+def fig23_markdown(res: dict[str, Any]) -> list[str]:
+    """Fig. 23's figures per scheme: BtlBw and the ACKs around each handover."""
+    lines = ["## Fig. 23: BtlBw and the delayed ACKs around a handover", "",
+             "Per successful handover with a whole second after it (experiments/ton22_eval.py "
+             "`around_handover`; per run the median over its handovers, then the mean over "
+             "runs): BtlBw at the last ACK before the handover; its lowest value in the second "
+             "after (and over the value before); how long it stayed below 90 % of that value "
+             "(and the share of handovers where it went below); the lowest delivery-rate sample "
+             "(delivered over max(send interval, ACK interval)) over the value before; the "
+             "longest time without an ACK; the ACKs of packets sent before the handover that "
+             "arrived after it (the handover delayed them), the time over which they came and "
+             "the largest RTT beyond RTprop; throughput lost in the second (megabits "
+             "acknowledged less than at the rate of the half second before), beside what the "
+             "interruption alone costs at that rate. `hsr`: the TCP runs above (4 UEs, fading, "
+             "cells shared); the steady row is Fig. 23's measurement reduced to the handovers "
+             f"({FIG23_ROW}: `run_fig23`). Paper (line 328): BBR's BtlBw \"mistakenly lowered, "
+             "which lasts about 180 ms with a minimum of only 30 Mbps\"; BBR-H's kept.", "",
+             "| run | handovers | BtlBw before (Mbit/s) | lowest after (Mbit/s) | below 90 % (ms) "
+             "| lowest sample | ACK gap (ms) | delayed ACKs | lost per handover (Mbit; "
+             "interruption) |", "|---|---|---|---|---|---|---|---|---|",
+             "| paper, BBR (Fig. 23) | 1 shown | not in the text | 30 | ~180 | | | | |",
+             ]  # fmt: skip
+    for s in FIG23_SCHEMES:
+        hsr = [r["around_handovers"] for r in res["runs"].get("hsr", {}).get(s, [])
+               if "around_handovers" in r]  # fmt: skip
+        if hsr:
+            lines.append(_fig23_row(f"`{s}`, hsr", hsr))
+        steady = [r["around_handovers"] for r in res["fig23"].get(s, [])]
+        if steady:
+            lines.append(_fig23_row(f"`{s}`, {FIG23_ROW}", steady))
+    return [*lines, "", *_fig23_explanation(res["fig23"])]
+
+
+def _fig23_explanation(by: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """What the steady runs say about Fig. 23, in their own figures."""
+    sums = {s: [r["around_handovers"] for r in by.get(s, []) if r["around_handovers"].get(
+        "handovers")] for s in FIG23_SCHEMES}  # fmt: skip
+    if not sums["bbr"]:
+        return []
+
+    def m(s: str, k: str) -> float:
+        return statistics.fmean(x[k] for x in sums[s])
+
+    text = (
+        f"With the handovers alone (one UE, a steady channel), BBR's delivery-rate samples fall "
+        f"as the paper says (to {m('bbr', 'min_sample_frac') * 100:.0f} % of BtlBw: the delayed "
+        "ACKs' interval spans the interruption), but BtlBw does not (lowest "
+        f"{min(x['worst_min_frac'] for x in sums['bbr']) * 100:.0f} % of its value before, over "
+        f"{sum(x['handovers'] for x in sums['bbr'])} handovers): it is the maximum over 10 "
+        "round trips (Eq. 1, W_B), and the delayed samples fill one or two of them while "
+        "PROBE_BW renews the maximum every 8. A handover then costs BBR "
+        f"{m('bbr', 'lost_mbit'):.1f} Mbit, what the interruption itself costs at its rate "
+        f"({m('bbr', 'outage_mbit'):.1f} Mbit), against a paper whose BBR lost half its "
+        "throughput (Table VI)."
+    )
+    if sums["bbr-h"]:
+        text += (
+            f" BBR-H's corrected samples (delivered over RTprop, Eq. 2) count the queue that "
+            f"built up as bandwidth: its BtlBw stood at {m('bbr-h', 'pre_mbps'):.0f} Mbit/s "
+            f"before a handover against BBR's {m('bbr', 'pre_mbps'):.0f}, with the same "
+            "throughput."
+        )
+    return [text, ""]
 
 
 def _mean(rs: list[dict[str, Any]], key: str) -> float:
@@ -369,10 +709,15 @@ def plot(res: dict[str, Any], out: Path) -> None:
     import matplotlib.pyplot as plt
 
     dash = res.get("dash")
-    fig, axes = plt.subplots(1, 2 if dash else 1, figsize=(12 if dash else 7, 3.8), squeeze=False)
+    fig23 = {s: rs[0]["series"][0] for s, rs in res.get("fig23", {}).items()
+             if rs and rs[0].get("series")}  # fmt: skip
+    n = 1 + bool(dash) + bool(fig23)
+    fig, axes = plt.subplots(1, n, figsize=(6 * n if n > 1 else 7, 3.8), squeeze=False)
     _plot_tcp(res, axes[0][0])
     if dash:
         _plot_dash(dash, axes[0][1])
+    if fig23:
+        _plot_fig23(fig23, axes[0][n - 1])
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
@@ -389,6 +734,21 @@ def _plot_tcp(res: dict[str, Any], ax: Any) -> None:
     ax.set_ylabel("throughput per flow (Mbit/s)")
     ax.set_title("§V-B: BBR-H vs BBR, BBR+ and CUBIC")
     ax.legend(ncol=len(SCHEMES), loc="upper center", bbox_to_anchor=(0.5, -0.12))
+
+
+def _plot_fig23(series: dict[str, dict[str, Any]], ax: Any) -> None:
+    """Fig. 23 in the simulator: BtlBw and the lowest delivery-rate sample per ms around the
+    first handover of seed 1 (one UE, steady channel)."""
+    for i, (s, ser) in enumerate(series.items()):
+        c = f"C{i}"
+        ax.plot(ser["ms"], ser["estimate_mbps"], color=c, label=f"{s} BtlBw")
+        ax.plot(ser["ms"], ser["min_sample_mbps"], ".", color=c, ms=2, alpha=0.5,
+                label=f"{s} rate samples")  # fmt: skip
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_xlabel("ms since the handover started")
+    ax.set_ylabel("Mbit/s")
+    ax.set_title("Fig. 23: BtlBw around a handover (1 UE, steady)")
+    ax.legend(ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.18), fontsize="small")
 
 
 def _plot_dash(runs: dict[str, list[dict[str, Any]]], ax: Any) -> None:
@@ -415,8 +775,10 @@ class Ton22(Experiment):
     def cases(self, opts: RunOptions) -> list[Case]:
         seeds = range(1, opts.seeds_or(SEEDS) + 1)
         names = [dash_name(a, h) for a in ABR_RULES for h in (False, True)]
-        return grid("runs", ("hsr",) if opts.quick else MOBILITY, SCHEMES, seeds) + grid(
-            "dash", ("hsr",), names, seeds, "dash "
+        return (
+            grid("runs", ("hsr",) if opts.quick else MOBILITY, SCHEMES, seeds)
+            + grid("dash", ("hsr",), names, seeds, "dash ")
+            + grid("fig23", (FIG23_ROW,), FIG23_SCHEMES, seeds, "fig. 23 ")
         )
 
     def run_case(self, case: Case, opts: RunOptions) -> dict[str, Any]:
@@ -424,13 +786,17 @@ class Ton22(Experiment):
         if case.part == "dash":
             abr = case.scheme.removesuffix("-h")
             return run_dash(abr, case.scheme != abr, dash_s, case.seed)
+        if case.part == "fig23":
+            return run_fig23(case.scheme, tcp_s, case.seed)
         return run_one(case.row, case.scheme, tcp_s, case.seed)
 
     def results(self, opts: RunOptions, cases: list[Case], outputs: list[Any]) -> dict[str, Any]:
         tcp_s, dash_s = self._durations(opts)
         return {"runs": nest(cases, outputs, "runs"), "seeds": opts.seeds_or(SEEDS),
                 "duration_s": tcp_s, "dash": nest(cases, outputs, "dash").get("hsr", {}),
-                "dash_duration_s": dash_s}  # fmt: skip
+                "dash_duration_s": dash_s,
+                "fig23": _first_series(nest(cases, outputs, "fig23").get(FIG23_ROW, {})),
+                }  # fmt: skip
 
     def claims(self, results: dict[str, Any]) -> list[ClaimResult]:
         return claims(results)

@@ -1,7 +1,8 @@
 """`octoric eval ton22 --quick` (issue #20): BBR-H against BBR and CUBIC on the HSR scenario runs
 and reports Table VI's claims with a verdict each; BBR-H's defining direction (a higher median
 RTT than BBR's, the price of its corrected bandwidth samples) holds. The DASH rows (Table VII:
-DASH against DASH-H for dash.js's three rules on HSR) run and are reported beside them."""
+DASH against DASH-H for dash.js's three rules on HSR) run and are reported beside them, and so
+are Fig. 23's figures (BtlBw and the delayed ACKs around each handover)."""
 
 from __future__ import annotations
 
@@ -43,3 +44,10 @@ def test_eval_ton22_quick_reports_table_vi_claims(tmp_path: Path) -> None:
         assert row["seeds"] == 1 and row["measured_mean"] > 0
         assert f"DASH-H's stall rate on HSR is lower than DASH's ({rule})" in claims
     assert "## §V-C: DASH against DASH-H (Table VII)" in out.read_text()
+    # Fig. 23: BtlBw and the delayed ACKs around each handover, in the hsr runs and alone
+    assert all(r[0]["around_handovers"]["handovers"] >= 1 for r in hsr.values())
+    fig23 = data["fig23"]
+    assert set(fig23) == {"bbr", "bbr-h"}
+    for name, rs in fig23.items():
+        assert rs[0]["goodput_mbps"] > 0 and isinstance(rs[0]["series"], list), name
+    assert "## Fig. 23: BtlBw and the delayed ACKs around a handover" in out.read_text()
