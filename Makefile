@@ -140,9 +140,9 @@ $(RACA_TRACES)/.done: $(RACA_ZIP)
 # docs/eval-NAME.json` rebuilds one from its stored runs)
 EVAL_PAPERS := dumbo morc ton22 sec23
 eval: setup $(RACA_TRACES)/.done
-	$(VENV)/bin/octoric eval occ --traces $(EVAL_TRACES) --seeds 5 --out build/occ-eval --timeseries Verizon-LTE-short $(EVAL_ARGS)
+	$(VENV)/bin/octoric eval occ --traces $(EVAL_TRACES) --seeds 5 --out build/occ-eval --timeseries ATT-LTE-driving --timeseries Verizon-LTE-short $(EVAL_ARGS)
 	cp build/occ-eval/occ-eval-*.png docs/
-	$(VENV)/bin/octoric eval occ --traces $(RACA_TRACES) --no-contention --routes --seeds 5 --out build/occ-eval-raca $(EVAL_ARGS)
+	$(VENV)/bin/octoric eval occ --traces $(RACA_TRACES) --no-contention --routes --seeds 5 --no-mapping-ablation --out build/occ-eval-raca $(EVAL_ARGS)
 	@set -e; for n in $(EVAL_PAPERS); do \
 	  echo "octoric eval $$n --traces $(EVAL_TRACES) --out build/$$n-eval"; \
 	  $(VENV)/bin/octoric eval $$n --traces $(EVAL_TRACES) --out build/$$n-eval; \

@@ -477,6 +477,20 @@ def claims(results: list[EvalResult], cases: list[EvalCase]) -> list[ClaimResult
     rate = ratio(*PAPER_BITRATE, ref="1.2-3.5x (§6.2, Fig. 13, line 314)")
     pbe = ratio(0.99, ref="< 1 (PBE-CC between GCC and OCC; Fig. 13)", kind="direction")
     rows: list[ClaimResult] = []
+
+    def used(g: str) -> str:
+        """The schemes' mean utilization over the group's runs, for every latency claim."""
+        parts = []
+        for scheme, label in (("occ", "OCC"), ("gcc", "GCC"), ("pbe", "PBE-CC")):
+            u = [
+                r.utilization
+                for r in results
+                if group.get(r.trace) == g and r.scheme == scheme and r.utilization is not None
+            ]
+            if u:
+                parts.append(f"{label} {100 * sum(u) / len(u):.0f} %")
+        return "utilization " + ", ".join(parts) if parts else ""
+
     ablations = sorted({c.group for c in cases if c.mapping is not None})
     for g in ("routes", "traces", *ablations, "contention"):
         title = g
@@ -491,11 +505,11 @@ def claims(results: list[EvalResult], cases: list[EvalCase]) -> list[ClaimResult
                 f"{title}: {name} lowers the p99 network latency and raises the frame bitrate "
                 "against GCC", [("p99 network latency, / GCC", lat, lr),
                                 ("frame bitrate at the client, / GCC", rate, br)],
-                counted=counted and g == title))  # fmt: skip
+                counted=counted and g == title, note=used(g)))  # fmt: skip
         pr = ratios(g, "occ", "pbe", p99)
         if pr:
             rows.append(judge(f"{title}: p99 network latency, OCC / PBE-CC", pbe, pr,
-                              counted=g == title))  # fmt: skip
+                              counted=g == title, note=used(g)))  # fmt: skip
     return rows
 
 

@@ -76,6 +76,9 @@ def test_eval_occ_writes_results_table_and_plots(
         f"OCC {joint}", f"OCC with extensions (ablation) {joint}",
         "p99 network latency, OCC / PBE-CC")}  # fmt: skip
     assert all(c["seeds"] == 2 for c in claims.values())
+    # every latency claim carries the schemes' utilization over its group's runs
+    assert all(c["note"].startswith("utilization OCC ") and ", PBE-CC " in c["note"]
+               for c in claims.values())  # fmt: skip
     # not counted: occ-ext in each of the four groups, and the other mapping's other two
     assert [c["counted"] for c in claims.values()].count(False) == 4 + 2
     assert not any(c["counted"] for k, c in claims.items() if k.startswith(groups[-1]))
