@@ -13,6 +13,7 @@ This is a tool, not an algorithm core: it is the one module under ``xapps/`` tha
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -256,19 +257,26 @@ def _scenario(case: EvalCase, scheme: str, duration_s: float, opts: EvalOptions)
     return sc
 
 
+@functools.lru_cache(maxsize=64)
+def _peak_bits(trace: str, csi_period_ms: int) -> float:
+    """A trace's busiest CSI period, bits per ms (read once per worker, not once per run)."""
+    from octoric.sim.channels.gnb_view import peak_period_bits
+    from octoric.sim.channels.traces import read_mahimahi
+
+    return peak_period_bits(read_mahimahi(trace).bytes_per_ms * 8.0, csi_period_ms)
+
+
 def fit_cell(sc: Any, trace: Path, csi_period_ms: int) -> None:
     """Give the trace scenario's cell (106 PRBs, one layer) the layers (up to 4), then the PRBs
     (up to 275), that the trace's busiest CSI period needs at the top MCS: the gNB-like input
     carries each period on an MCS and PRB process (a 5G download peaks at ~530 Mbit/s over
     20 ms), and both mappings run on the same cell."""
-    from octoric.sim.channels.gnb_view import peak_period_bits
-    from octoric.sim.channels.traces import read_mahimahi
     from octoric.sim.mcs import McsMapper
 
     if csi_period_ms <= 0:
         return
     ran = sc.ran
-    peak = peak_period_bits(read_mahimahi(str(trace)).bytes_per_ms * 8.0, csi_period_ms)
+    peak = _peak_bits(str(trace), csi_period_ms)
     top = McsMapper(ran.mcs_table).bits[-1] * (1000.0 / (ran.slot_ms * 1000.0))  # bits/ms/PRB
     need = peak / (ran.n_prb * top)
     if need > 4:

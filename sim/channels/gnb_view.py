@@ -43,11 +43,18 @@ def _spread(frac: np.ndarray, j: np.ndarray) -> np.ndarray:
     return out
 
 
-def peak_period_bits(per_ms_bits: np.ndarray, period_ms: int) -> float:
-    """The highest rate of any link-adaptation period, bits per ms."""
+def _period_rate(per_ms_bits: np.ndarray, period_ms: int) -> np.ndarray:
+    """Every ms's link-adaptation period's mean rate (periods from the trace's start)."""
     a = np.asarray(per_ms_bits, dtype=np.float64)
     k = np.arange(a.size) // period_ms
-    return float((np.bincount(k, weights=a) / np.bincount(k)).max()) if a.size else 0.0
+    out: np.ndarray = (np.bincount(k, weights=a) / np.bincount(k))[k]
+    return out
+
+
+def peak_period_bits(per_ms_bits: np.ndarray, period_ms: int) -> float:
+    """The highest rate of any link-adaptation period, bits per ms."""
+    c = _period_rate(per_ms_bits, period_ms)
+    return float(c.max()) if c.size else 0.0
 
 
 def plan(per_ms_bits: np.ndarray, period_ms: int, n_prb: int, bits_per_slot: np.ndarray,
@@ -72,7 +79,8 @@ def plan(per_ms_bits: np.ndarray, period_ms: int, n_prb: int, bits_per_slot: np.
     cm, cl, cb = cm[order], cl[order], cb[order]
     per_ms = cb * (1000.0 / slot_us)  # one PRB for a ms at each choice
     whole = n_prb * per_ms
-    peak = peak_period_bits(a, period_ms)
+    c = _period_rate(a, period_ms)  # the period's rate, every ms
+    peak = float(c.max()) if c.size else 0.0
     if peak > whole[-1] * (1 + 1e-9):
         raise ScenarioError(
             f"report 'gnb': the trace peaks at {peak / 1000:.1f} Mbit/s over a "
@@ -81,9 +89,7 @@ def plan(per_ms_bits: np.ndarray, period_ms: int, n_prb: int, bits_per_slot: np.
             "or layers (ran.n_prb, ran.layers)",
             "channel.report",
         )
-    k = np.arange(a.size) // period_ms
-    c = (np.bincount(k, weights=a) / np.bincount(k))[k]  # the period's rate, every ms
-    j = np.arange(a.size) - k * period_ms  # the ms's index in its period
+    j = np.arange(a.size) % period_ms  # the ms's index in its period
     top = len(cb) - 1
     # above the floor: choices i - 1 and i bracket c (whole[i - 1] < c <= whole[i])
     i = np.clip(np.searchsorted(whole, c, side="left"), 1, top)
