@@ -5,6 +5,7 @@ and measures per-frame latency (encode -> decodable), per-packet one-way network
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from octoric.sim.packets import Packet
@@ -48,6 +49,8 @@ class VideoReceiver:
         self.received_bytes = 0
         self.fb = FeedbackBatch()
         self.want_feedback = True  # off when the sender's scheme reads no feedback
+        # the flow's ICE agent at the UE (video.ice_checks): checks and responses go there
+        self.on_stun: Callable[[Packet, int], None] | None = None
         # key frame requests (``VideoConfig.keyframe_on_loss``): complete messages waiting
         # for a reference, since when; the last request
         self.request_keyframes = False
@@ -69,6 +72,10 @@ class VideoReceiver:
             self.decoded_us.extend([-1] * n)
 
     def on_packet(self, p: Packet, now_us: int) -> None:
+        if p.msg < -1:  # an ICE check or its response (no transport sequence number)
+            if self.on_stun is not None:
+                self.on_stun(p, now_us)
+            return
         if self.want_feedback:
             fb = self.fb
             fb.seqs.append(p.seq)

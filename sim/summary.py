@@ -201,6 +201,13 @@ def build_summary(eng: Engine, wall_seconds: float) -> dict[str, Any]:
                 "keyframes_on_request": snd.keyframes_requested,
                 "quality": video_quality(f.sender, r, sim_s),
             })  # fmt: skip
+            if f.ice_srv is not None:
+                # ICE (video.ice_checks): the sender's time unwritable, the media packets it
+                # discarded and the feedback reports the receiver could not send meanwhile
+                down = 0 if f.ice_srv.writable else int(sim_s * 1e6) - f.ice_unwritable_since
+                d["ice"] = {"unwritable_s": _r((f.ice_unwritable_us + down) / 1e6, 3),
+                            "discarded_packets": f.ice_discarded_pkts,
+                            "discarded_feedback": f.ice_discarded_feedback}  # fmt: skip
         if f.tx is not None and f.sender is not None:  # video on the packet-level transport
             sent = f.tx.media_bytes + f.tx.padding_bytes
             d.update({

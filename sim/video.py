@@ -63,6 +63,10 @@ class VideoConfig:
     # and the sender's next frame is one (WebRTC; sim/receiver.py). Off: a loss leaves the
     # frames that depend on it undecodable until the next GoP
     keyframe_on_loss: bool = False
+    # ICE connectivity checks between the two agents over the media path (sim/ice.py): in an
+    # outage they go unanswered and, unreliable, the sender discards its media and the
+    # receiver its feedback until a response gets through (WebRTC). Off: the path is always up
+    ice_checks: bool = False
     # picture quality (sim/quality.py): the measured rate -> SSIM/PSNR curve of this content
     # ("camera": a fixed camera over a street scene; "animation"), the resolution it is
     # encoded at, what SVC costs, and SQI-SSIM's decay of a frozen picture
@@ -95,11 +99,13 @@ WEBRTC_TARGET_DECREASE_OVERHEAD_BYTES = 220
 def webrtc_video(**overrides: Any) -> VideoConfig:
     """The video of a WebRTC sender as the OCC paper ran it (§6: WebRTC with libx264): the
     x264-like encoder inside a VBV buffer of 4 frames, libwebrtc's key frame interval of 3000
-    frames (100 s at 30 fps), and a key frame on the receiver's request (PLI) when a loss
-    stops decoding. GCC, OCC and PBE comparisons use it on both sides."""
+    frames (100 s at 30 fps), a key frame on the receiver's request (PLI) when a loss
+    stops decoding, and ICE's connectivity checks on the media path. GCC, OCC and PBE
+    comparisons use it on both sides."""
     cfg: dict[str, Any] = {
         "encoder": "x264", "vbv_frames": 4.0, "gop": WEBRTC_KEY_FRAME_INTERVAL,
         "keyframe_on_loss": True, "pacer_burst_ms": WEBRTC_PACER_BURST_MS,
+        "ice_checks": True,
         "packet_overhead_bytes": WEBRTC_PACKET_OVERHEAD_BYTES,
         "target_overhead_bytes": WEBRTC_TARGET_OVERHEAD_BYTES,
         "target_decrease_overhead_bytes": WEBRTC_TARGET_DECREASE_OVERHEAD_BYTES,

@@ -57,6 +57,10 @@ class RateController:
         """Probe clusters for the pacer to send from now (none by default)."""
         return []
 
+    def on_send_failed(self, now_us: int, seqs: list[int]) -> None:
+        """Packets the pacer released that never reached the network (the transport was not
+        writable: ICE, ``sim/ice.py``); their sequence numbers will not come back."""
+
     def on_sent(self, now_us: int, sent: SentBatch) -> None:
         """What the pacer sent (only called when ``wants_sent``)."""
 

@@ -87,6 +87,9 @@ class Gcc(RateController):
         )  # fmt: skip
         self.latest_acked_bps: float | None = None  # latest_estimated_throughput_
         self.last_max_seq = -1
+        # sequence numbers the pacer released but the transport never sent (ICE not writable):
+        # libwebrtc has no send time for them, so feedback never counts them lost
+        self.unsent: deque[int] = deque()
         self._was_alr = False
         # probing (None: off)
         self.probing = bool(ctx.params.get("probing", True))
@@ -393,6 +396,10 @@ class Gcc(RateController):
         if self.cwnd is not None and self.backoff is not None:
             self._window_feedback(now_us, rows, hi)
         expected = hi - self.last_max_seq if self.last_max_seq >= 0 else len(fb.seqs)
+        uns = self.unsent
+        while uns and uns[0] <= hi:
+            if uns.popleft() > self.last_max_seq:
+                expected -= 1
         self.last_max_seq = max(self.last_max_seq, hi)
         loss = max(0.0, 1.0 - len(fb.seqs) / expected) if expected > 0 else 0.0
         self._aimd(now_us, loss, probe_bps)
@@ -429,6 +436,9 @@ class Gcc(RateController):
             for k in [k for k in ps if k < lo]:
                 del ps[k]
         return est.fetch_and_reset()
+
+    def on_send_failed(self, now_us: int, seqs: list[int]) -> None:
+        self.unsent.extend(seqs)
 
     def on_sent(self, now_us: int, sent: SentBatch) -> None:
         alr = self.alr

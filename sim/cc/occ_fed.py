@@ -21,6 +21,9 @@ class OccFed(RateController):
         self.abw: float | None = None
         self.min_bps, self.max_bps = ctx.min_bps, ctx.max_bps
 
+    def on_send_failed(self, now_us: int, seqs: list[int]) -> None:
+        self.gcc.on_send_failed(now_us, seqs)
+
     def on_feedback(self, now_us: int, fb: FeedbackBatch) -> None:
         self.gcc.on_feedback(now_us, fb)
 

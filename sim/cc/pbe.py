@@ -26,6 +26,9 @@ class PbeStyle(RateController):
         self.base_owd_us: int | None = None
         self.qdelay_ms = 0.0
 
+    def on_send_failed(self, now_us: int, seqs: list[int]) -> None:
+        self.gcc.on_send_failed(now_us, seqs)
+
     def on_feedback(self, now_us: int, fb: FeedbackBatch) -> None:
         self.gcc.on_feedback(now_us, fb)
         if fb.recv_us:

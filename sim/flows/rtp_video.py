@@ -1,6 +1,9 @@
 """Video paced at a rate controller's target (``sim/cc``: GCC, PBE, OCC-fed, fixed, ...): the
 encoder and pacer send frames over the wired path, the receiver reports back every feedback
-interval (transport-wide feedback, RTCP PLI) over the UE's uplink."""
+interval (transport-wide feedback, RTCP PLI) over the UE's uplink. With ``video.ice_checks``
+both agents run ICE's connectivity checks over the same path (``sim/ice.py``): the sender's
+requests and its responses to the receiver's go down the UE's queue with the media, the
+receiver's go up; an agent whose pair is unreliable sends neither media nor feedback."""
 
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ from octoric.sim.events import event_kind
 from octoric.sim.flows.host import FlowHost
 from octoric.sim.flows.registry import one_way_us
 from octoric.sim.flows.state import FlowState
+from octoric.sim.ice import REQUEST_BYTES, RESPONSE_BYTES, IceConnection
+from octoric.sim.packets import Packet
 from octoric.sim.receiver import FeedbackBatch, VideoReceiver
 from octoric.sim.scenario import FlowSpec
 from octoric.sim.video import VideoSender
@@ -40,6 +45,12 @@ def build(host: FlowHost, idx: int, ue: int, spec: FlowSpec) -> FlowState:
     host.push(t0, FRAME, f)
     if ctrl.wants_feedback or spec.video.keyframe_on_loss:  # RTCP: feedback, PLI
         host.push(t0 + f.fb_us, FEEDBACK_DUE, f)
+    if spec.video.ice_checks:
+        rtt = one_way + f.ul_delay_us
+        f.ice_srv, f.ice_ue = IceConnection(rtt), IceConnection(rtt)
+        recv.on_stun = lambda p, t: _stun_at_ue(host, t, f, p)
+        host.push(t0, ICE_SRV_TICK, f)
+        host.push(t0, ICE_UE_TICK, f)
     return f
 
 
@@ -61,7 +72,16 @@ def _frame(host: FlowHost, t: int, f: FlowState) -> None:
         # estimate, which may run above it (GCC's)
         sender.encode(t, min(sender.payload_bps(ctrl.encoder_bps(t), t), f.spec.max_mbps * 1e6))
     pkts = sender.release(t, target, None if last else nxt)
-    if ctrl.wants_sent:
+    ice = f.ice_srv
+    if ice is not None and not ice.writable and pkts:
+        # the transport is not writable: the packets never reach the socket, and the
+        # controller hears of no send (libwebrtc: no OnSentPacket)
+        f.ice_discarded_pkts += len(pkts)
+        ctrl.on_send_failed(t, [p.seq for p in pkts])
+        if ctrl.wants_sent:
+            sender.take_sent()
+        pkts = []
+    elif ctrl.wants_sent:
         ctrl.on_sent(t, sender.take_sent())
     host.to_gnb(f, pkts)
     if not last:
@@ -75,7 +95,11 @@ def _feedback_due(host: FlowHost, t: int, f: FlowState) -> None:
     if f.spec.uplink_held_in_handover and host.detached(f.ue):
         f.feedback_held += 1
     else:
-        host.push(t + f.ul_delay_us, FEEDBACK_AT_SENDER, (f, f.receiver.take_feedback(t)))
+        batch = f.receiver.take_feedback(t)
+        if f.ice_ue is not None and not f.ice_ue.writable:
+            f.ice_discarded_feedback += 1  # RTCP is not sent on an unwritable transport
+        else:
+            host.push(t + f.ul_delay_us, FEEDBACK_AT_SENDER, (f, batch))
     host.push(t + f.fb_us, FEEDBACK_DUE, f)
 
 
@@ -88,6 +112,62 @@ def _feedback_at_sender(host: FlowHost, t: int, arg: tuple[FlowState, FeedbackBa
         f.ctrl.on_feedback(t, batch)
 
 
+# --- ICE: the sender's agent (server side) and the receiver's (UE side) -------------------
+STUN_REQUEST, STUN_RESPONSE = -2, -3  # Packet.msg of a check and of a response, downlink
+
+
+def _srv_state(f: FlowState, t: int, was_writable: bool) -> None:
+    assert f.ice_srv is not None
+    if was_writable and not f.ice_srv.writable:
+        f.ice_unwritable_since = t
+    elif not was_writable and f.ice_srv.writable:
+        f.ice_unwritable_us += t - f.ice_unwritable_since
+
+
+def _ice_srv_tick(host: FlowHost, t: int, f: FlowState) -> None:
+    ice = f.ice_srv
+    assert ice is not None
+    was = ice.writable
+    if ice.tick(t):  # a check down the UE's queue, behind the media
+        host.to_gnb(f, [Packet(f.idx, -1, REQUEST_BYTES, t, STUN_REQUEST)])
+    _srv_state(f, t, was)
+    if f.spec.stop_s is None or t < f.spec.stop_s * 1e6:
+        host.push(ice.next_check_us(t), ICE_SRV_TICK, f)
+
+
+def _ice_ue_tick(host: FlowHost, t: int, f: FlowState) -> None:
+    ice = f.ice_ue
+    assert ice is not None
+    if ice.tick(t):  # a check up the uplink
+        host.push(t + f.ul_delay_us, ICE_REQUEST_AT_SRV, (f, t))
+    if f.spec.stop_s is None or t < f.spec.stop_s * 1e6:
+        host.push(ice.next_check_us(t), ICE_UE_TICK, f)
+
+
+def _stun_at_ue(host: FlowHost, t: int, f: FlowState, p: Packet) -> None:
+    if p.msg == STUN_REQUEST:  # the sender's check: the response goes up
+        host.push(t + f.ul_delay_us, ICE_RESPONSE_AT_SRV, (f, p.send_us))
+    elif f.ice_ue is not None:  # the response to the receiver's own check (sent at send_us)
+        f.ice_ue.on_response(t, p.send_us)
+
+
+def _ice_request_at_srv(host: FlowHost, t: int, arg: tuple[FlowState, int]) -> None:
+    f, sent_us = arg  # the receiver's check: the response goes down the UE's queue
+    host.to_gnb(f, [Packet(f.idx, -1, RESPONSE_BYTES, sent_us, STUN_RESPONSE)])
+
+
+def _ice_response_at_srv(host: FlowHost, t: int, arg: tuple[FlowState, int]) -> None:
+    f, sent_us = arg
+    assert f.ice_srv is not None
+    was = f.ice_srv.writable
+    f.ice_srv.on_response(t, sent_us)
+    _srv_state(f, t, was)
+
+
 FRAME = event_kind(_frame)
 FEEDBACK_DUE = event_kind(_feedback_due)
 FEEDBACK_AT_SENDER = event_kind(_feedback_at_sender)
+ICE_SRV_TICK = event_kind(_ice_srv_tick)
+ICE_UE_TICK = event_kind(_ice_ue_tick)
+ICE_REQUEST_AT_SRV = event_kind(_ice_request_at_srv)
+ICE_RESPONSE_AT_SRV = event_kind(_ice_response_at_srv)

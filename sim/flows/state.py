@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from octoric.sim.cc import RateController
 from octoric.sim.dash import DashSession
+from octoric.sim.ice import IceConnection
 from octoric.sim.packets import PacketSink
 from octoric.sim.receiver import VideoReceiver
 from octoric.sim.scenario import FlowSpec
@@ -35,6 +36,14 @@ class FlowState:
     harq_lost_pkts: int = 0
     wired_lost_pkts: int = 0
     feedback_held: int = 0  # feedback intervals the UE could not send (detached)
+    # ICE (video.ice_checks): the sender's and the receiver's view of the pair, and what each
+    # discarded while it was not writable (media packets; feedback reports)
+    ice_srv: IceConnection | None = None
+    ice_ue: IceConnection | None = None
+    ice_discarded_pkts: int = 0
+    ice_discarded_feedback: int = 0
+    ice_unwritable_us: int = 0  # the sender's time not writable
+    ice_unwritable_since: int = -1
     abw_bps: float | None = None
     phy_bps: float | None = None
     wire: bool = False  # Octopus headers travel as bytes and are parsed at the gNB
