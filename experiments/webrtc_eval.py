@@ -258,6 +258,12 @@ class WebrtcEval(Experiment):
             action="store_true",
             help="keep each sender's libwebrtc RTC event log (calls/*/event-log/)",
         )
+        p.add_argument(
+            "--recorded", metavar="JSON", default=None,
+            help="no browser: take the calls of an earlier report (its results JSON, e.g. "
+                 "docs/eval-webrtc.json) and make the twins and the report again with the "
+                 "code at hand (with --quick: its constant 10 Mbit/s row, seed 1)",
+        )  # fmt: skip
 
     def run_options(self, opts: RunOptions) -> dict[str, Any]:
         # --arms picks cases and --event-log keeps a file: neither changes a run's figures
@@ -275,8 +281,23 @@ class WebrtcEval(Experiment):
     def _seconds(self, opts: RunOptions) -> float:
         return 20.0 if opts.quick else float(opts.extra.get("seconds", 60.0))
 
+    def _recorded(self, opts: RunOptions) -> dict[str, Any] | None:
+        """The results document ``--recorded`` names (None: calls are made)."""
+        path = opts.extra.get("recorded")
+        if not path:
+            return None
+        try:
+            doc: dict[str, Any] = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as e:
+            raise OctoricError(f"--recorded {path}: {e}") from e
+        if doc.get("experiment") != self.name or not isinstance(doc.get("runs"), dict):
+            raise OctoricError(f"--recorded {path}: not an `octoric eval {self.name}` result")
+        return doc
+
     def check(self, opts: RunOptions) -> None:
         self._arms(opts)
+        if self._recorded(opts) is not None:
+            return  # no browser, no namespaces: the calls are on record
         why = netns_unavailable() or chromium_unavailable()
         if why is not None:
             raise OctoricError(f"octoric eval webrtc: {why}")
@@ -287,6 +308,13 @@ class WebrtcEval(Experiment):
         return sorted(p.stem for p in opts.traces_path.glob("*LTE*.down"))
 
     def cases(self, opts: RunOptions) -> list[Case]:
+        rec = self._recorded(opts)
+        if rec is not None:  # the recorded report's calls, in its order
+            arms = self._arms(opts)
+            return [Case("calls", row, arm, k + 1, f"{row} {arm} seed {k + 1}")
+                    for row, by in rec["runs"].items() if not opts.quick or row == CONSTANT
+                    for arm, calls in by.items() if arm in arms
+                    for k in range(min(len(calls), 1 if opts.quick else len(calls)))]  # fmt: skip
         rows = [CONSTANT] + ([] if opts.quick else self._traces(opts) + list(ROUTE_ROWS))
         seeds = range(1, opts.seeds_or(3) + 1)
         cases = grid("calls", rows, self._arms(opts), seeds)
@@ -296,6 +324,10 @@ class WebrtcEval(Experiment):
         return cases
 
     def run_case(self, case: Case, opts: RunOptions) -> dict[str, Any]:
+        rec = self._recorded(opts)
+        if rec is not None:
+            call = rec["runs"][case.row][case.scheme][case.seed - 1]
+            return {k: v for k, v in call.items() if k != "model"}  # the twin is made anew
         traces, seconds = opts.traces_path.resolve(), self._seconds(opts)
         out = opts.out / "calls" / f"{case.row}-{case.scheme}-seed{case.seed}"
         if out.exists():  # an earlier command's call of this case (other code): kept aside
@@ -317,7 +349,14 @@ class WebrtcEval(Experiment):
             res["model"] = _model(case.row, traces, case.seed,
                                   t1 - start if t1 > start else self._seconds(opts),
                                   start_s=start, scheme=MODEL[case.scheme])  # fmt: skip
-        return {"seconds": self._seconds(opts), "runs": nest(cases, outputs, "calls")}
+        rec = self._recorded(opts)
+        doc: dict[str, Any] = {
+            "seconds": rec["seconds"] if rec is not None else self._seconds(opts),
+            "runs": nest(cases, outputs, "calls"),
+        }
+        if rec is not None:  # what the twins were made against
+            doc["calls_from"] = rec.get("calls_from") or str(opts.extra["recorded"])
+        return doc
 
     def claims(self, results: dict[str, Any]) -> list[ClaimResult]:
         """OCC's Fig. 13 with Chromium as the sender (issue #47, point 3): per run (row, seed)
@@ -367,7 +406,10 @@ class WebrtcEval(Experiment):
             "*model twin*: the simulator's flow (`gcc`, or `occ` following the OCC engine) on "
             "the same trace and seed over the call's own window, made when the report is "
             "built, so it is the model of the code at hand against recorded calls. Means over "
-            "the seeds.", "",
+            "the seeds." + (
+                f" The calls are those recorded in `{results['calls_from']}` "
+                "(`--recorded`); the twins were made again." if results.get("calls_from")
+                else ""), "",
             "Latency is one-way, server to UE: *sniffed* between the server's and the UE's TUN "
             "(kernel time stamps), and *the cell's view* (the same packets, the wired delay "
             "plus their time in the simulated cell), which is what a model flow is measured "
