@@ -201,6 +201,7 @@ def _shows_all_three(state: dict[str, Any]) -> bool:
     return schemes >= {"occ", "gcc"} and abw and drops and detected
 
 
+@pytest.mark.slow  # ~35 s of `octoric run`; the page test above and tests/sim/test_live_run.py
 def test_the_default_run_shows_all_three_xapps_and_reports_them(
     tmp_path: Path, chromium: str
 ) -> None:

@@ -34,6 +34,9 @@ REPO = Path(__file__).resolve().parents[2]
 LIB = REPO / "build" / "lib" / "librmr_si.so"
 
 pytestmark = pytest.mark.integration
+# the wheel's build and install (~45 s) and its four tests (~60 s in all): make test-all; the
+# editable install's test below stays in make test
+WHEEL = pytest.mark.slow
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,7 @@ def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> WheelVenv:
     return WheelVenv(wheel, venv, tmp, env)
 
 
+@WHEEL
 def test_wheel_carries_the_native_libraries_and_the_startup_hooks(wheel_venv: WheelVenv) -> None:
     names = set(zipfile.ZipFile(wheel_venv.wheel).namelist())
     for lib in ("octoric/rmr/librmr_si.so", "octoric/e2sm/libocto_e2sm.so",
@@ -134,6 +138,7 @@ def test_wheel_carries_the_native_libraries_and_the_startup_hooks(wheel_venv: Wh
     assert "-linux_" in wheel_venv.wheel.name  # a platform wheel: native code inside
 
 
+@WHEEL
 def test_production_install_imports_every_module(wheel_venv: WheelVenv) -> None:
     venv = wheel_venv.venv
     # the license travels with the package (PEP 639 license-files)
@@ -167,6 +172,7 @@ print(json.dumps({"before": before, "after": mapped(), "ctx": bool(ctx)}))
 """
 
 
+@WHEEL
 def test_plain_import_ricxappframe_after_installing_the_wheel(wheel_venv: WheelVenv) -> None:
     """issue #42: `from ricxappframe.xapp_frame import RMRXapp` raised `librmr_si.so: cannot
     open shared object file` in a venv with the wheel (only the dev venv had the hook)."""
@@ -187,6 +193,7 @@ def test_plain_import_ricxappframe_after_installing_the_wheel(wheel_venv: WheelV
     assert r.returncode != 0 and "librmr_si.so" in r.stderr, r.stderr[-2000:]
 
 
+@WHEEL
 def test_installed_doctor_checks_the_plain_ricxappframe_import(wheel_venv: WheelVenv) -> None:
     """The installed doctor finds the library inside the package (issue #16, done-when 4) and
     checks what a user runs: ricxappframe's own import of it (issue #42)."""

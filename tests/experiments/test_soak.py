@@ -119,6 +119,7 @@ def test_soak_runs_only_when_named() -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.slow  # 90 s of soak by design, ~105 s in all; the accounting tests above are quick
 def test_a_short_soak_recovers_from_each_fault(tmp_path: Path) -> None:
     """Two gNBs x 20 UEs every 10 ms under ``octoric run``'s supervisor; the OCC xApp killed,
     Redis flushed, the E2 links dropped: each fault injected and recovered from, nothing

@@ -15,6 +15,7 @@ from octoric.experiments import sweep as sw
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.slow  # ~40 s: 200 runs and a local Ray cluster (test_runner.py's Ray tests: slow too)
 def test_a_100_run_sweep_is_identical_on_the_pool_and_on_ray(tmp_path: Path) -> None:
     pool, ray = tmp_path / "pool.json", tmp_path / "ray.json"
     assert main(["eval", "sweep", "--runs", "100", "--backend", "pool", "--out", str(pool)]) == 0

@@ -12,7 +12,8 @@ import pytest
 
 from octoric.sim import compiled
 
-pytestmark = pytest.mark.integration
+# slow: mypyc compiles 11 modules, then both copies run (55-130 s on 2 cores): make test-all
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 RUN = """
 import json, sys, time

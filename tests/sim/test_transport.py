@@ -240,6 +240,7 @@ def _btlbw_across_handovers(scheme: str) -> tuple[list[float], Engine]:
     return out, eng
 
 
+@pytest.mark.slow  # two 60 s HSR runs, 40-45 s (quick: test_ton22_fig23.py, test_engine_digests.py)
 def test_bbr_h_keeps_its_bandwidth_estimate_across_handovers() -> None:
     """ToN'22 §IV: ACKs the handover delayed make BBR's delivery-rate samples low (their interval
     spans the interruption) and its BtlBw falls; BBR-H, told of the handover, takes RTprop as
