@@ -65,17 +65,21 @@ def command_path(words: str) -> list[str] | None:
     return path or None
 
 
+def _documented_command_paths() -> list[tuple[str, ...]]:
+    """Every command the docs show, as its parser path; each must exist."""
+    found = mentions()
+    assert len(found) > 10  # the docs do show commands
+    unknown = {w: where for w, where in found.items() if command_path(w) is None}
+    assert not unknown, f"documented commands that do not exist: {unknown}"
+    return sorted({tuple(p) for w in found if (p := command_path(w))})
+
+
 def test_documented_commands_exist_and_their_parsers_answer_help(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """make test's quick form of the test below: the same commands, each parser's ``--help``
     asked in process (~3 s, where a program per command takes 60-85 s on 2 cores)."""
-    found = mentions()
-    assert len(found) > 10  # the docs do show commands
-    unknown = {w: where for w, where in found.items() if command_path(w) is None}
-    assert not unknown, f"documented commands that do not exist: {unknown}"
-    paths = {tuple(p) for w in found if (p := command_path(w))}
-    for path in sorted(paths):
+    for path in _documented_command_paths():
         with pytest.raises(SystemExit) as exit_:
             build_parser().parse_args([*path, "--help"])
         out = capsys.readouterr().out
@@ -84,12 +88,7 @@ def test_documented_commands_exist_and_their_parsers_answer_help(
 
 @pytest.mark.slow  # 60-85 s: a program per command (make test runs the in-process form above)
 def test_documented_commands_exist_and_answer_help() -> None:
-    found = mentions()
-    assert len(found) > 10  # the docs do show commands
-    unknown = {w: where for w, where in found.items() if command_path(w) is None}
-    assert not unknown, f"documented commands that do not exist: {unknown}"
-    paths = {tuple(p) for w in found if (p := command_path(w))}
-    for path in sorted(paths):
+    for path in _documented_command_paths():
         r = subprocess.run([sys.executable, "-m", "octoric.cli", *path, "--help"],
                            capture_output=True, text=True, timeout=60)  # fmt: skip
         assert r.returncode == 0 and "usage:" in r.stdout, (path, r.stderr[-500:])
