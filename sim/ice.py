@@ -10,8 +10,9 @@ the same queue. In an outage the downlink holds both, no response comes back, an
 unanswered pings and 5 s the pair is *unreliable*: libwebrtc's transport is then not writable
 and a Chromium sender discards its media before the socket (getStats: the candidate pair's
 ``bytesSent`` stops while ``outbound-rtp``'s grows), a receiver its RTCP, so the transport
-feedback stops. Measured on Chromium 156 across ATT-LTE-driving's outage: both sides
-unreliable 6.4-6.7 s after the last delivery, pinging every ~62 ms until the queue drained.
+feedback stops. Measured on Chromium 156 across ATT-LTE-driving's outage (five calls,
+tests/sim/vectors/chromium-ice-outage): both sides stopped 5.0-6.3 s after the last delivery
+and pinged every 62.5 ms until the queue drained.
 The feedback silence (> 2 s) then gives the sender a fresh delay detector when the backlog
 arrives, which is why Chromium's estimate survives an outage that the simulator's GCC, fed a
 straggler a second all through it, read as over-use.
