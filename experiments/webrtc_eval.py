@@ -31,6 +31,7 @@ GCC) with Chromium as the sender, by the verdict rule of ``octoric.experiments.c
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import shutil
@@ -282,14 +283,16 @@ class WebrtcEval(Experiment):
         return 20.0 if opts.quick else float(opts.extra.get("seconds", 60.0))
 
     def _recorded(self, opts: RunOptions) -> dict[str, Any] | None:
-        """The results document ``--recorded`` names (None: calls are made)."""
+        """The results document ``--recorded`` names (None: calls are made); read once per
+        process, not once per case (the caller copies what it hands on)."""
         path = opts.extra.get("recorded")
         if not path:
             return None
-        try:
-            doc: dict[str, Any] = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as e:
+        try:  # the file's identity now: a rewritten file is read again
+            st = os.stat(path)
+        except OSError as e:
             raise OctoricError(f"--recorded {path}: {e}") from e
+        doc = _read_recorded(str(path), (st.st_mtime_ns, st.st_size))
         if doc.get("experiment") != self.name or not isinstance(doc.get("runs"), dict):
             raise OctoricError(f"--recorded {path}: not an `octoric eval {self.name}` result")
         return doc
@@ -501,6 +504,17 @@ class WebrtcEval(Experiment):
         fig.tight_layout()
         fig.savefig(png, dpi=100)
         plt.close(fig)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_recorded(path: str, stamp: tuple[int, int]) -> dict[str, Any]:
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise OctoricError(f"--recorded {path}: {e}") from e
+    if not isinstance(doc, dict):
+        raise OctoricError(f"--recorded {path}: not a results JSON (an object)")
+    return doc
 
 
 def _group(row: str) -> str:

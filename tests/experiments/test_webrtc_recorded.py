@@ -44,5 +44,8 @@ def test_a_file_that_is_not_a_webrtc_report_is_refused(
     bad.write_text(json.dumps({"experiment": "occ", "runs": {}}))
     assert main(["eval", "webrtc", "--recorded", str(bad), "--out", str(tmp_path / "o")]) == 2
     assert "not an `octoric eval webrtc` result" in capsys.readouterr().err
+    bad.write_text("[1, 2]")
+    assert main(["eval", "webrtc", "--recorded", str(bad), "--out", str(tmp_path / "o")]) == 2
+    assert "not a results JSON" in capsys.readouterr().err
     assert main(["eval", "webrtc", "--recorded", str(tmp_path / "none.json"),
                  "--out", str(tmp_path / "o")]) == 2  # fmt: skip
