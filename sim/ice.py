@@ -44,7 +44,15 @@ class IceConnection:
     not writable, so ``BaseChannel`` sends neither media nor RTCP. Any response makes it
     writable again."""
 
-    __slots__ = ("last_ping_us", "rtt_us", "samples", "unanswered", "writable")
+    __slots__ = (
+        "down_since_us",
+        "down_us",
+        "last_ping_us",
+        "rtt_us",
+        "samples",
+        "unanswered",
+        "writable",
+    )
 
     def __init__(self, rtt_us: int) -> None:
         self.writable = True
@@ -52,6 +60,8 @@ class IceConnection:
         self.samples = RTT_RATIO + 2  # the call's set-up checks made it stable
         self.unanswered: list[int] = []  # send times of pings since the last response
         self.last_ping_us: int | None = None
+        self.down_us = 0  # time not writable, over the spells that ended
+        self.down_since_us = -1  # when the current spell began
 
     def stable(self, now_us: int) -> bool:
         """``Connection::stable``: enough RTT samples and no response overdue by 2 x rtt."""
@@ -76,6 +86,7 @@ class IceConnection:
         t = self._unreliable_at()
         if t is not None and now_us >= t:
             self.writable = False
+            self.down_since_us = now_us
 
     def ping_due(self, now_us: int) -> bool:
         last = self.last_ping_us
@@ -93,7 +104,13 @@ class IceConnection:
         )
         self.samples += 1
         self.unanswered.clear()
+        if not self.writable:
+            self.down_us += now_us - self.down_since_us
         self.writable = True
+
+    def unwritable_us(self, now_us: int) -> int:
+        """The time the pair was not writable up to ``now_us``."""
+        return self.down_us + (0 if self.writable else now_us - self.down_since_us)
 
     def next_check_us(self, now_us: int) -> int:
         """When the agent next has something to do: a ping due, or the unreliable state."""

@@ -204,8 +204,8 @@ def build_summary(eng: Engine, wall_seconds: float) -> dict[str, Any]:
             if f.ice_srv is not None:
                 # ICE (video.ice_checks): the sender's time unwritable, the media packets it
                 # discarded and the feedback reports the receiver could not send meanwhile
-                down = 0 if f.ice_srv.writable else int(sim_s * 1e6) - f.ice_unwritable_since
-                d["ice"] = {"unwritable_s": _r((f.ice_unwritable_us + down) / 1e6, 3),
+                down = f.ice_srv.unwritable_us(int(sim_s * 1e6))
+                d["ice"] = {"unwritable_s": _r(down / 1e6, 3),
                             "discarded_packets": f.ice_discarded_pkts,
                             "discarded_feedback": f.ice_discarded_feedback}  # fmt: skip
         if f.tx is not None and f.sender is not None:  # video on the packet-level transport

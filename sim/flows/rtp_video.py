@@ -116,21 +116,11 @@ def _feedback_at_sender(host: FlowHost, t: int, arg: tuple[FlowState, FeedbackBa
 STUN_REQUEST, STUN_RESPONSE = -2, -3  # Packet.msg of a check and of a response, downlink
 
 
-def _srv_state(f: FlowState, t: int, was_writable: bool) -> None:
-    assert f.ice_srv is not None
-    if was_writable and not f.ice_srv.writable:
-        f.ice_unwritable_since = t
-    elif not was_writable and f.ice_srv.writable:
-        f.ice_unwritable_us += t - f.ice_unwritable_since
-
-
 def _ice_srv_tick(host: FlowHost, t: int, f: FlowState) -> None:
     ice = f.ice_srv
     assert ice is not None
-    was = ice.writable
     if ice.tick(t):  # a check down the UE's queue, behind the media
         host.to_gnb(f, [Packet(f.idx, -1, REQUEST_BYTES, t, STUN_REQUEST)])
-    _srv_state(f, t, was)
     if f.spec.stop_s is None or t < f.spec.stop_s * 1e6:
         host.push(ice.next_check_us(t), ICE_SRV_TICK, f)
 
@@ -159,9 +149,7 @@ def _ice_request_at_srv(host: FlowHost, t: int, arg: tuple[FlowState, int]) -> N
 def _ice_response_at_srv(host: FlowHost, t: int, arg: tuple[FlowState, int]) -> None:
     f, sent_us = arg
     assert f.ice_srv is not None
-    was = f.ice_srv.writable
     f.ice_srv.on_response(t, sent_us)
-    _srv_state(f, t, was)
 
 
 FRAME = event_kind(_frame)

@@ -42,8 +42,6 @@ class FlowState:
     ice_ue: IceConnection | None = None
     ice_discarded_pkts: int = 0
     ice_discarded_feedback: int = 0
-    ice_unwritable_us: int = 0  # the sender's time not writable
-    ice_unwritable_since: int = -1
     abw_bps: float | None = None
     phy_bps: float | None = None
     wire: bool = False  # Octopus headers travel as bytes and are parsed at the gNB
