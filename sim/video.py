@@ -20,6 +20,7 @@ from octoric.sim.vbv_encoder import VbvEncoder
 
 SvcMode = Literal["none", "temporal", "spatial"]
 EncoderModel = Literal["lag", "x264"]
+Packetization = Literal["full", "equal"]
 
 
 @dataclass
@@ -40,7 +41,12 @@ class VideoConfig:
     svc: SvcMode = "none"
     spatial_cumulative: list[float] = field(default_factory=lambda: [0.2, 0.5, 1.0])
     mtu: int = 1200  # payload bytes per packet (Octopus header included when enabled)
-    pacing_multiplier: float = 2.5
+    # a frame's packets: "full" fills each to mtu and the last takes the rest; "equal"
+    # splits it into the fewest packets of at most mtu, their sizes within a byte of each
+    # other (libwebrtc's RtpPacketizer::SplitAboutEqually, which every codec's packetizer
+    # uses), so a frame's last packet is not a small remainder behind full ones
+    packetization: Packetization = "full"
+    pacing_multiplier: float = 2.5  # the pacing rate over the target (GoogCC's default)
     # the pacer may send at once while its debt stays under this long at the pacing rate
     # (libwebrtc's PacingController send_burst_interval, 40 ms by default since M11x; a frame
     # then leaves as one burst); 0: every packet waits for the previous one's time
@@ -56,6 +62,10 @@ class VideoConfig:
     target_overhead_bytes: int | None = None
     target_decrease_overhead_bytes: int | None = None
     target_decrease_s: float = 3.0
+    # the packet size (wire bytes) at which that accounting counts packets; None: mtu +
+    # packet_overhead_bytes (libwebrtc counts at its maximum RTP packet size, not at the
+    # smaller payload its packetizer leaves room for FEC and RTX in)
+    rate_packet_bytes: int | None = None
     octopus: bool = False  # mark packets with the Octopus header
     min_bps: float = 50e3
     max_bps: float = 200e6
@@ -82,10 +92,23 @@ class VideoConfig:
 WEBRTC_KEY_FRAME_INTERVAL = 3000
 # libwebrtc's pacer burst interval (PacingController::kDefaultBurstInterval, M125)
 WEBRTC_PACER_BURST_MS = 40.0
+# the pacing rate over the estimate for a video stream: GoogCC's 2.5 is its default, but a
+# video send stream with transport-wide sequence numbers (every Chromium call) sets its own,
+# kStrictPacingMultiplier 1.1 (M125 VideoSendStreamImpl, no ALR or rate-control field trial);
+# Chromium 156 measured: a 26 kB key frame left over 196 ms at ~1.1x an 0.9 Mbit/s estimate
+WEBRTC_VIDEO_PACING_FACTOR = 1.1
 # a WebRTC video packet's bytes besides its payload, measured on Debian's Chromium 156
 # (issue #47): RTP header with extensions 25 (getStats headerBytesSent / packetsSent), SRTP
 # and the transport's ~12 (candidate-pair bytesSent over outbound-rtp's), IPv4 + UDP 28
 WEBRTC_PACKET_OVERHEAD_BYTES = 65
+# the most payload libwebrtc puts in a video packet, measured on Debian's Chromium 156 (VP8,
+# six calls' event logs: 1108 bytes, RTP header 24): its maximum RTP packet of 1200 bytes
+# less the room RTPSenderVideo keeps for ULPFEC/RED and RTX headers (M125); a frame is
+# split about equally into the fewest such packets
+WEBRTC_MAX_PAYLOAD_BYTES = 1108
+# the packet size the reserve below was measured at (1200 payload + 65): libwebrtc counts
+# the overhead's packets at its maximum RTP packet size, not at the packetizer's payload
+WEBRTC_RATE_PACKET_BYTES = 1265
 # what Chromium 156 takes off its estimate before its encoder gets it, per packet at packets
 # of 1265 bytes (docs/sim.md "Against Chromium", item 10): getStats' targetBitrate against
 # availableOutgoingBitrate in five event-log calls (tests/sim/vectors/chromium-target-share):
@@ -105,8 +128,11 @@ def webrtc_video(**overrides: Any) -> VideoConfig:
     cfg: dict[str, Any] = {
         "encoder": "x264", "vbv_frames": 4.0, "gop": WEBRTC_KEY_FRAME_INTERVAL,
         "keyframe_on_loss": True, "pacer_burst_ms": WEBRTC_PACER_BURST_MS,
+        "pacing_multiplier": WEBRTC_VIDEO_PACING_FACTOR,
         "ice_checks": True,
+        "mtu": WEBRTC_MAX_PAYLOAD_BYTES, "packetization": "equal",
         "packet_overhead_bytes": WEBRTC_PACKET_OVERHEAD_BYTES,
+        "rate_packet_bytes": WEBRTC_RATE_PACKET_BYTES,
         "target_overhead_bytes": WEBRTC_TARGET_OVERHEAD_BYTES,
         "target_decrease_overhead_bytes": WEBRTC_TARGET_DECREASE_OVERHEAD_BYTES,
     }  # fmt: skip
@@ -351,8 +377,12 @@ class VideoSender:
             mtu = cfg.mtu
             ovh = cfg.packet_overhead_bytes
             wire_overhead += n * ovh
+            equal = cfg.packetization == "equal"
             for i in range(n):
-                psize = (mtu if i < n - 1 else size - mtu * (n - 1)) + ovh
+                if equal:  # the first size % n packets one byte larger
+                    psize = size // n + (i < size % n) + ovh
+                else:
+                    psize = (mtu if i < n - 1 else size - mtu * (n - 1)) + ovh
                 h = None
                 if hdr is not None:
                     h = OctopusHeader(
@@ -396,8 +426,10 @@ class VideoSender:
 
     def packet_rate(self, network_bps: float) -> int:
         """Packets a second at a network rate as libwebrtc's RtpVideoSender counts them for
-        its overhead: full packets (mtu + packet_overhead_bytes), rounded up."""
-        return math.ceil(network_bps / 8.0 / (self.cfg.mtu + self.cfg.packet_overhead_bytes))
+        its overhead: full packets (``rate_packet_bytes``), rounded up."""
+        cfg = self.cfg
+        size = cfg.rate_packet_bytes or cfg.mtu + cfg.packet_overhead_bytes
+        return math.ceil(network_bps / 8.0 / size)
 
     def send_head(self, now_us: int, seq: int) -> Packet:
         """The media queue's head leaves now (a transport sends it): stamped with its send time
