@@ -95,14 +95,15 @@ WEBRTC_PACER_BURST_MS = 40.0
 # the pacing rate over the estimate for a video stream: GoogCC's 2.5 is its default, but a
 # video send stream with transport-wide sequence numbers (every Chromium call) sets its own,
 # kStrictPacingMultiplier 1.1 (M125 VideoSendStreamImpl, no ALR or rate-control field trial);
-# Chromium 156 measured: a 26 kB key frame left over 196 ms at ~1.1x an 0.9 Mbit/s estimate
+# Chromium 156 measured: the clip's 26 kB scene-cut frame left over 196 ms at ~1.1x its
+# 0.9 Mbit/s estimate (tests/sim/test_webrtc_packetization.py)
 WEBRTC_VIDEO_PACING_FACTOR = 1.1
 # a WebRTC video packet's bytes besides its payload, measured on Debian's Chromium 156
 # (issue #47): RTP header with extensions 25 (getStats headerBytesSent / packetsSent), SRTP
 # and the transport's ~12 (candidate-pair bytesSent over outbound-rtp's), IPv4 + UDP 28
 WEBRTC_PACKET_OVERHEAD_BYTES = 65
 # the most payload libwebrtc puts in a video packet, measured on Debian's Chromium 156 (VP8,
-# six calls' event logs: 1108 bytes, RTP header 24): its maximum RTP packet of 1200 bytes
+# three calls' event logs: 1108 bytes, RTP header 24): its maximum RTP packet of 1200 bytes
 # less the room RTPSenderVideo keeps for ULPFEC/RED and RTX headers (M125); a frame is
 # split about equally into the fewest such packets
 WEBRTC_MAX_PAYLOAD_BYTES = 1108
@@ -363,6 +364,7 @@ class VideoSender:
         wire_overhead = 0  # the packets' header bytes on top of it
         flow = self.flow
         seq = self.seq
+        equal = cfg.packetization == "equal"
         for size, deps, hdr, layer in msgs:
             m = len(mt.size)
             frame_msgs.append(m)
@@ -377,7 +379,6 @@ class VideoSender:
             mtu = cfg.mtu
             ovh = cfg.packet_overhead_bytes
             wire_overhead += n * ovh
-            equal = cfg.packetization == "equal"
             for i in range(n):
                 if equal:  # the first size % n packets one byte larger
                     psize = size // n + (i < size % n) + ovh
