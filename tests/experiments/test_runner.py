@@ -123,7 +123,15 @@ def _interrupt(args: list[str], out: Path, sig: signal.Signals,
             "from octoric.cli import main; sys.exit(main(sys.argv[1:]))")  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
     cmd = [sys.executable, "-c", code, "eval", "toy", "--duration", SLOW, "--out", str(out)]
-    p = subprocess.Popen([*cmd, *args], env=env, stderr=subprocess.PIPE, text=True)
+
+    # Ctrl-C's default action in the child, as at a terminal: a test run started as a
+    # background job (`make test &` in a script) has SIGINT ignored, which a child inherits,
+    # and Python then never raises KeyboardInterrupt
+    def ctrl_c_default() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    p = subprocess.Popen([*cmd, *args], env=env, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=ctrl_c_default)  # fmt: skip
     try:
         deadline = time.monotonic() + 120
         while len(_records(out)) < after:
