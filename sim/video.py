@@ -43,8 +43,8 @@ class VideoConfig:
     mtu: int = 1200  # payload bytes per packet (Octopus header included when enabled)
     # a frame's packets: "full" fills each to mtu and the last takes the rest; "equal"
     # splits it into the fewest packets of at most mtu, their sizes within a byte of each
-    # other (libwebrtc's RtpPacketizer::SplitAboutEqually, which every codec's packetizer
-    # uses), so a frame's last packet is not a small remainder behind full ones
+    # other (libwebrtc's RtpPacketizer::SplitAboutEqually, which its VP8, VP9 and H.264
+    # packetizers use), so a frame's last packet is not a small remainder behind full ones
     packetization: Packetization = "full"
     pacing_multiplier: float = 2.5  # the pacing rate over the target (GoogCC's default)
     # the pacer may send at once while its debt stays under this long at the pacing rate
