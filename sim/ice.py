@@ -34,6 +34,9 @@ MIN_RTT_US, MAX_RTT_US = 100_000, 60_000_000  # ConservativeRTTEstimate's clamp 
 # bytes on the wire (IPv4 + UDP + STUN), as the sniffers saw Chromium 156's checks
 REQUEST_BYTES = 128
 RESPONSE_BYTES = 92
+# Packet.msg of a check and of a response on the media path: below padding's -1, so a
+# receiver tells them from media (>= 0) and padding with one comparison
+STUN_REQUEST, STUN_RESPONSE = -2, -3
 
 
 class IceConnection:

@@ -8,6 +8,7 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from octoric.sim.ice import STUN_REQUEST
 from octoric.sim.packets import Packet
 from octoric.sim.video import FrameTable, MessageTable
 
@@ -72,7 +73,7 @@ class VideoReceiver:
             self.decoded_us.extend([-1] * n)
 
     def on_packet(self, p: Packet, now_us: int) -> None:
-        if p.msg < -1:  # an ICE check or its response (no transport sequence number)
+        if p.msg <= STUN_REQUEST:  # an ICE check or its response (no transport sequence)
             if self.on_stun is not None:
                 self.on_stun(p, now_us)
             return

@@ -14,7 +14,13 @@ from octoric.sim.events import event_kind
 from octoric.sim.flows.host import FlowHost
 from octoric.sim.flows.registry import one_way_us
 from octoric.sim.flows.state import FlowState
-from octoric.sim.ice import REQUEST_BYTES, RESPONSE_BYTES, IceConnection
+from octoric.sim.ice import (
+    REQUEST_BYTES,
+    RESPONSE_BYTES,
+    STUN_REQUEST,
+    STUN_RESPONSE,
+    IceConnection,
+)
 from octoric.sim.packets import Packet
 from octoric.sim.receiver import FeedbackBatch, VideoReceiver
 from octoric.sim.scenario import FlowSpec
@@ -113,7 +119,6 @@ def _feedback_at_sender(host: FlowHost, t: int, arg: tuple[FlowState, FeedbackBa
 
 
 # --- ICE: the sender's agent (server side) and the receiver's (UE side) -------------------
-STUN_REQUEST, STUN_RESPONSE = -2, -3  # Packet.msg of a check and of a response, downlink
 
 
 def _ice_srv_tick(host: FlowHost, t: int, f: FlowState) -> None:
