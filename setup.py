@@ -1,6 +1,8 @@
 """octoric's wheel carries its native libraries: ``octoric/rmr/librmr_si.so`` (RMR) and
 ``octoric/e2sm/libocto_e2sm.so`` (the native KPM decoder; without it the Python one runs) and
-``octoric/sim/realue/libocto_realue.so`` (the real-UE path's release thread).
+``octoric/sim/realue/libocto_realue.so`` (the real-UE path's release thread) and
+``octoric/xapps/occ/libocto_occ.so`` (the OCC xApp's native indication path; without it the
+Python one runs).
 
 Everything else is in pyproject.toml. The wheel is a platform wheel (the library is x86-64
 Linux code), built from ``$OCTORIC_RMR_LIB`` when set (a library already built, e.g.
@@ -56,6 +58,15 @@ def _librealue() -> Path:
     return ROOT / "sim" / "realue" / "native" / "target" / "release" / "libocto_realue.so"
 
 
+def _libocc() -> Path:
+    given = os.environ.get("OCTORIC_OCC_LIB")
+    if given:
+        return Path(given)
+    crate = ROOT / "xapps" / "occ" / "native" / "Cargo.toml"
+    subprocess.run(["cargo", "build", "--release", "--manifest-path", str(crate)], check=True)
+    return ROOT / "xapps" / "occ" / "native" / "target" / "release" / "libocto_occ.so"
+
+
 def _write_site_hooks(root: Path) -> None:
     # by file: the build backend does not put this folder on sys.path
     spec = importlib.util.spec_from_file_location("_hooks", ROOT / "octoric" / "site_hooks.py")
@@ -75,6 +86,8 @@ class BuildPyWithRmr(build_py):
         shutil.copy2(_libe2sm(), Path(self.build_lib) / "octoric" / "e2sm" / "libocto_e2sm.so")
         realue = Path(self.build_lib) / "octoric" / "sim" / "realue" / "libocto_realue.so"
         shutil.copy2(_librealue(), realue)
+        occ = Path(self.build_lib) / "octoric" / "xapps" / "occ" / "libocto_occ.so"
+        shutil.copy2(_libocc(), occ)
         _write_site_hooks(Path(self.build_lib))  # beside the packages: site-packages' root
 
 

@@ -495,6 +495,9 @@ def _figures(case: LoopCase, nodes: list[LoadNode], latency: list[Sample], st0: 
         "indications_sent": sent_total,
         "indications_processed": processed,
         "rejected": st1.get("rejected_indications", {}),
+        # the xApp's native path (issue #44): on, and what it left to the Python one, by why
+        "native_path": st1.get("native_path"),
+        "native_declined": st1.get("native_declined", {}),
         "shed": shed,
         "flows": flows,
         "latency_samples": len(lat),

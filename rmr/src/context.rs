@@ -56,6 +56,8 @@ pub struct Stats {
     pub conns_over_cap: AtomicU64,
     pub frames_timed_out: AtomicU64,
     pub frames_too_big: AtomicU64,
+    /// Messages a native tap took in the receive thread (``rmr_octo_set_tap``).
+    pub tapped: AtomicU64,
 }
 
 impl Stats {
@@ -66,7 +68,8 @@ impl Stats {
              \"dropped_bad_frame\": {}, \"dropped_bad_stream\": {}, \"connections_accepted\": {}, \
              \"connections_made\": {}, \"rt_installed\": {}, \"rt_errors\": {}, \
              \"peers_rejected\": {}, \"forged_senders\": {}, \"rt_replayed\": {}, \
-             \"conns_over_cap\": {}, \"frames_timed_out\": {}, \"frames_too_big\": {}}}",
+             \"conns_over_cap\": {}, \"frames_timed_out\": {}, \"frames_too_big\": {}, \
+             \"tapped\": {}}}",
             g(&self.received),
             g(&self.sent),
             g(&self.send_failures),
@@ -83,6 +86,7 @@ impl Stats {
             g(&self.conns_over_cap),
             g(&self.frames_timed_out),
             g(&self.frames_too_big),
+            g(&self.tapped),
         )
     }
 }
@@ -251,6 +255,17 @@ fn once(flag: &AtomicBool, msg: &str) {
     }
 }
 
+/// A native handler of one message type, called in the connection's receive thread with the
+/// payload, the MEID and the subscription ID; 0: it took the message (not queued).
+pub type TapFn =
+    unsafe extern "C" fn(*mut std::ffi::c_void, *const u8, i32, *const u8, i32, i32) -> i32;
+
+struct Tap {
+    mtype: i32,
+    cb: TapFn,
+    user: usize,
+}
+
 pub struct Ctx {
     pub port: u16,
     pub max_plen: usize,
@@ -264,6 +279,8 @@ pub struct Ctx {
     qcv: Condvar,
     chutes: Mutex<HashMap<u8, Msg>>,
     ccv: Condvar,
+    /// ``rmr_octo_set_tap``: message types a native handler takes in the receive thread.
+    taps: RwLock<Vec<Tap>>,
     conns: Mutex<HashMap<u64, Arc<Conn>>>,
     out: Mutex<HashMap<String, OutSlot>>,
     whs: Mutex<Vec<Option<String>>>,
@@ -394,6 +411,7 @@ impl Ctx {
             queue: Mutex::new(Queue::default()),
             qcv: Condvar::new(),
             chutes: Mutex::new(HashMap::new()),
+            taps: RwLock::new(Vec::new()),
             ccv: Condvar::new(),
             conns: Mutex::new(HashMap::new()),
             out: Mutex::new(HashMap::new()),
@@ -674,8 +692,49 @@ impl Ctx {
             self.ccv.notify_all();
             return;
         }
+        if self.tapped(&msg) {
+            return;
+        }
         if !self.enqueue(msg) {
             self.stats.dropped_overflow.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Offer a received message to the tap of its type, if any: true when the tap took it.
+    fn tapped(&self, msg: &Msg) -> bool {
+        let taps = self.taps.read().unwrap_or_else(|e| e.into_inner());
+        if taps.is_empty() {
+            return false;
+        }
+        let Some(t) = taps.iter().find(|t| t.mtype == msg.info.mtype) else {
+            return false;
+        };
+        let p = &msg.buf[msg.info.payload_off..msg.info.payload_off + msg.info.plen];
+        let h = &msg.buf[frame::TP_HDR_LEN..];
+        let meid = frame::get_cstr(h, frame::OFF_MEID, frame::MEID_LEN);
+        // SAFETY: the tap's owner keeps `user` valid while the tap is set (rmr_octo_set_tap)
+        let rc = unsafe {
+            (t.cb)(
+                t.user as *mut std::ffi::c_void,
+                p.as_ptr(),
+                p.len() as i32,
+                meid.as_ptr(),
+                meid.len() as i32,
+                msg.info.sub_id,
+            )
+        };
+        if rc == 0 {
+            self.stats.tapped.fetch_add(1, Ordering::Relaxed);
+        }
+        rc == 0
+    }
+
+    /// Set (``cb`` Some) or clear the tap of message type ``mtype``.
+    pub fn set_tap(&self, mtype: i32, cb: Option<TapFn>, user: usize) {
+        let mut taps = self.taps.write().unwrap_or_else(|e| e.into_inner());
+        taps.retain(|t| t.mtype != mtype);
+        if let Some(cb) = cb {
+            taps.push(Tap { mtype, cb, user });
         }
     }
 

@@ -114,6 +114,27 @@ pub unsafe extern "C" fn rmr_set_stimeout(vctx: *mut c_void, rloops: c_int) -> c
     }
 }
 
+/// octoric's extension (docs/rmr.md): messages of type ``mtype`` are handed to ``cb`` in the
+/// receive thread of the connection they arrive on, before the receive queue; when it returns 0
+/// the message is taken (counted ``tapped``), otherwise queued as usual. ``cb`` NULL removes
+/// the tap. ``user`` is passed to ``cb`` and must stay valid until the tap is removed and the
+/// context closed. 0: done; -1: no context.
+#[no_mangle]
+pub unsafe extern "C" fn rmr_octo_set_tap(
+    vctx: *mut c_void,
+    mtype: c_int,
+    cb: Option<crate::context::TapFn>,
+    user: *mut c_void,
+) -> c_int {
+    match ctx_ref(vctx) {
+        Some(c) => {
+            c.set_tap(mtype, cb, user as usize);
+            0
+        }
+        None => -1,
+    }
+}
+
 /// RMR turns TCP_NODELAY on for later sessions (it is off unless asked); this library sets it
 /// on every connection from the start, so there is nothing left to turn on.
 #[no_mangle]

@@ -50,8 +50,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from octoric.xapps.occ.xapp import OccXapp
 
+    # the native path (when built) takes the resumed flows over from this early sender
     xapp = OccXapp(args.rmr_port, args.http_port, args.host, sdl=sdl, feedback=feedback,
-                   resumed=resumed)  # fmt: skip
+                   resumed=resumed, native_path=True)  # fmt: skip
     return run_forever("occ", xapp)
 
 

@@ -58,6 +58,7 @@ class FeedbackSender:
         # the current target of a UE this sender holds none for (update_batch keeps only
         # those of UEs with flows): the xApp's own records
         self.lookup: Callable[[int], UeTarget | None] | None = None
+        self._retired = threading.Event()  # set when another sender took over (retire)
 
     # --- registry -------------------------------------------------------------------------
     def add(self, flow: Flow) -> None:
@@ -198,6 +199,10 @@ class FeedbackSender:
 
     timer_running = False
 
+    def retire(self) -> None:
+        """Another sender took over this one's flows (the native path's): the timer stops."""
+        self._retired.set()
+
     def start_timer(self, stop: threading.Event, period_s: float = 0.01) -> None:
         self.timer_running = True
         threading.Thread(
@@ -209,7 +214,7 @@ class FeedbackSender:
         least ``period_s`` (the refresh's granularity) and at most ``max_interval_s``: with
         estimates driving the sends, it wakes ~20 times a second instead of 100."""
         wait = period_s
-        while not stop.wait(wait):
+        while not stop.wait(wait) and not self._retired.is_set():
             try:
                 wait = min(max(self.tick(), period_s), max(self.max_interval_s, period_s))
             except Exception:  # the timer must outlive any one bad send

@@ -8,11 +8,15 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from octoric.xapps.base.sdl import SdlStore
 from octoric.xapps.occ.feedback import FeedbackSender, UeTarget
 from octoric.xapps.occ.flows import Flow
 from octoric.xapps.occ.records import FLOW, UE, UeRecord
+
+if TYPE_CHECKING:
+    from octoric.xapps.occ.native import NativeFeedback
 
 log = logging.getLogger("xapps.occ.resume")
 
@@ -24,7 +28,9 @@ class Resumed:
     stale_keys: set[str] = field(default_factory=set)  # expired or unreadable SDL entries
 
 
-def resume_feedback(sdl: SdlStore, feedback: FeedbackSender, expire_s: float) -> Resumed:
+def resume_feedback(
+    sdl: SdlStore, feedback: FeedbackSender | NativeFeedback, expire_s: float
+) -> Resumed:
     out = Resumed()
     for key, d in sdl.find_json(FLOW).items():
         try:

@@ -52,7 +52,7 @@ from octoric.xapps.base.node_subscriptions import NodeSub, NodeSubscriptions, Wa
 from octoric.xapps.base.sdl import SdlStore
 from octoric.xapps.base.shell import MessageHandler, RmrMessage
 from octoric.xapps.base.subscription import SubmgrClient, SubscriptionRequest
-from octoric.xapps.occ import messages, persist
+from octoric.xapps.occ import messages, native, persist
 from octoric.xapps.occ.batch import AbwBatch
 from octoric.xapps.occ.config import OccConfig
 from octoric.xapps.occ.degraded import STANDARD, DegradedInputs
@@ -63,11 +63,13 @@ from octoric.xapps.occ.flows import MAX_FLOWS, Flow, parse_flow
 from octoric.xapps.occ.kpis import HELP as KPI_HELP
 from octoric.xapps.occ.kpis import KpiExport
 from octoric.xapps.occ.kpm_input import (
+    SHOWN,
     EngineInput,
     IndicationError,
     engine_input,
     without_rows,
 )
+from octoric.xapps.occ.native import NativeEngine, NativeFeedback, NativeOcc
 from octoric.xapps.occ.persist import UeRecord
 from octoric.xapps.occ.resume import Resumed, resume_feedback
 from octoric.xapps.occ.xapp_config import OccXappConfig
@@ -87,6 +89,8 @@ KPM = "kpm"  # the one kind of subscription OCC holds per node
 WRITER_SLICE_RECORDS = 8  # A/B 20 s runs: p99 0.92-1.23 ms at 8 (median 1.0), 1.08-1.25 at 25
 WRITER_SLICE_BLOBS = 4
 WRITER_PAUSE_S = 0.0002
+# the native path's results reach the xApp's counters, records and KPIs this often
+NATIVE_DRAIN_S = 0.02
 
 
 def warm_up_kernel(config: OccConfig | None = None) -> None:
@@ -111,15 +115,32 @@ class OccXapp(XappBase):
         host: str = "127.0.0.1",
         sdl: SdlStore | None = None,
         submgr: SubmgrClient | None = None,
-        feedback: FeedbackSender | None = None,
+        feedback: FeedbackSender | NativeFeedback | None = None,
         resumed: Resumed | None = None,
+        native_path: bool | None = None,
     ) -> None:
         super().__init__(NAME, rmr_port, http_port, host, sdl, RX_MESSAGES, TX_MESSAGES)
         self.sdl = self.shell.sdl
         self.cfg = OccXappConfig()
-        self.engine = OccEngine(self.cfg.occ_config())
+        # the native hot path (issue #44, xapps/occ/native.py): one handle holds the engine
+        # state and the feedback sender, and takes indications in RMR's receive thread.
+        # ``native_path`` None: native when built and no sender is given (a caller's own
+        # Python FeedbackSender keeps the Python path: tests); True: native when built, taking
+        # over the given sender's flows (the process entry point resumes feedback with a light
+        # Python sender first). OCTORIC_OCC_NATIVE=0 keeps the Python path.
+        want = native_path if native_path is not None else feedback is None
+        self.native: NativeOcc | None = None
+        if isinstance(feedback, NativeFeedback):
+            self.native = feedback.occ
+        elif want and native.available():
+            self.native = NativeOcc(self.cfg.occ_config(), SHOWN)
+            nf = NativeFeedback(self.native)
+            if isinstance(feedback, FeedbackSender):
+                nf.adopt(feedback)
+            feedback = nf
+        self.engine = self._new_engine(self.cfg.occ_config())
         self.fp = persist.fingerprint(self.engine.config)
-        self.feedback = feedback or FeedbackSender()
+        self.feedback: FeedbackSender | NativeFeedback = feedback or FeedbackSender()
         self.feedback.lookup = self._target_of
         self.resumed = resumed  # what resume_feedback read before this object existed
         # the newest estimate per UE: indications leave their batch in _pending (per node,
@@ -144,6 +165,8 @@ class OccXapp(XappBase):
         self._trace_in, self._trace_out = LatencyTrace("occ_in"), LatencyTrace("occ_out")
         self.degraded = DegradedInputs(self.engine.config.dl_slots_per_ms)
         self.dropped_rows: Counter[str] = Counter()  # UE rows by reason
+        # indications the native path left to the Python one, by why (native.py)
+        self.native_declined: Counter[str] = Counter()
         self.ho_errors: Counter[str] = Counter()
         self.last_errors: deque[dict[str, Any]] = deque(maxlen=20)
         self.latency = LatencyHistogram()  # the loop: KPM indication in -> feedback out
@@ -166,6 +189,11 @@ class OccXapp(XappBase):
             StatsCollector("octoric_occ", self._stats, _LABELS, _HELP, levels=("subscriptions",))
         )
 
+    def _new_engine(self, cfg: OccConfig) -> OccEngine | NativeEngine:
+        if self.native is not None:
+            return NativeEngine(self.native, cfg)
+        return OccEngine(cfg)
+
     # --- configuration -------------------------------------------------------------------------
     def apply_config(self, descriptor: dict[str, Any]) -> None:
         """The descriptor's ``controls`` (raises XappConfigError, keeping the old config)."""
@@ -176,13 +204,16 @@ class OccXapp(XappBase):
         new_engine_cfg = new.occ_config()
         if new_engine_cfg != self.engine.config:
             # different parameters: fresh estimates (checkpoints of the old config are ignored)
-            self.engine = OccEngine(new_engine_cfg)
+            self.engine = self._new_engine(new_engine_cfg)
             self.degraded = DegradedInputs(new_engine_cfg.dl_slots_per_ms)
             self.kpis.prb_total = new_engine_cfg.prb_total_dl
             self.fp = persist.fingerprint(new_engine_cfg)
             self.counters["engine_resets"] += 1
         self.cfg = new
         self.feedback.set_policy(new.feedback_min_change, new.feedback_max_interval_ms / 1000.0)
+        if self.native is not None:
+            self.native.configure(new.granularity_ms, float(new.max_clock_ahead_ms),
+                                  new.max_time_overlap_ms, new.publish_reports)  # fmt: skip
         self.node_subs.configure(new.nodes, new.discovery_period_s, new.subscription_timeout_s)
         if self.counters["config_loads"] and (
             (old.reporting_period_ms, old.measurements)
@@ -212,7 +243,74 @@ class OccXapp(XappBase):
         warm_up_kernel(self.engine.config)  # compiled before the first indication needs it
 
     def workers(self) -> dict[str, Callable[[], None]]:
-        return {"sdl-writer": self._sdl_writer}
+        w = {"sdl-writer": self._sdl_writer}
+        if self.native is not None:
+            w["native-drain"] = self._native_drain
+        return w
+
+    def announce(self) -> None:
+        """With the native path: RMR's receive thread hands it the KPM indications from now
+        on (what it declines still reaches ``on_indication``)."""
+        if self.native is None or self.shell.xapp is None:
+            return
+        from ricxappframe.rmr.rmrclib.rmrclib import rmr_c_lib
+
+        ctx = self.shell.xapp._mrc
+        if self.native.attach(rmr_c_lib, ctx, RIC_INDICATION, messages.ABW_REPORT):
+            log.info("native indication path on (OCTORIC_OCC_NATIVE=0 turns it off)")
+        else:
+            log.warning("the RMR library has no taps (not octoric's): Python indication path")
+
+    def halt(self) -> None:
+        if self.native is not None:
+            self.native.detach()
+
+    # --- the native path's results ---------------------------------------------------------------
+    def _native_drain(self) -> None:
+        """Every ``NATIVE_DRAIN_S``: the native path's counters, latencies, each node's latest
+        results (records, KPIs) into the xApp's own; the engine checkpoint when due."""
+        realtime.background_thread()
+        while not self._stop.wait(NATIVE_DRAIN_S):
+            try:
+                self.drain_native()
+            except Exception:  # the drain must outlive any one bad read
+                self.counters["native_drain_errors"] += 1
+                log.exception("native drain failed")
+
+    def drain_native(self) -> None:
+        occ = self.native
+        if occ is None:
+            return
+        taken, lat = occ.take()
+        now = time.monotonic()
+        for k in ("indications", "ue_samples", "time_overlap_shifted", "reports_sent",
+                  "reports_unsent", "reports_skipped_no_route"):  # fmt: skip
+            if taken[k]:
+                self.counters[k] += taken[k]
+        self.counters["native_indications"] += taken["indications"]
+        self.counters["native_declined"] += taken["declined"]
+        for why, n in taken["declined_by"].items():
+            self.native_declined[why] += n
+        self.counters["native_latency_dropped"] += taken["latency_dropped"]
+        for inst, n in taken["by_instance"].items():
+            self.by_instance[int(inst)] += n
+        for v in (lat / 1e9).tolist():
+            self.latency.observe(v)
+        if taken["ue_samples"]:
+            self.rate.add(now, taken["ue_samples"])
+        for meid in taken["fresh"]:
+            got = occ.latest(meid)
+            if got is None:
+                continue
+            g = got.batch.target_bps_granules.shape[1]
+            inp = EngineInput(got.sn, kpm.RAN_FUNCTION_ID, got.t0_ms, got.batch.ue_ids,
+                              got.guamis, got.metrics, g)  # fmt: skip
+            self.kpis.note(meid, inp)
+            with self._lock:
+                self._pending.pop(meid, None)
+                self._pending[meid] = (got.batch, got.guamis, got.at)
+        if time.monotonic() - self._last_ckpt >= self.cfg.checkpoint_period_ms / 1000.0:
+            self._snapshot_engine()
 
     def restore(self) -> None:
         """Flows and UE records (unless ``resume`` ran already), engine checkpoints."""
@@ -332,7 +430,7 @@ class OccXapp(XappBase):
         announces v02's OID but writes 8-octet stamps (srsRAN_Project) is untouched except at
         .000 starts, where continuing gives the same ms."""
         if inp.t0_ms % 1000 == 0:
-            nxt = self._next_t0.get(meid)
+            nxt = self.native.next_t0(meid) if self.native is not None else self._next_t0.get(meid)
             if nxt is not None and inp.t0_ms <= nxt < inp.t0_ms + 1000:
                 inp.t0_ms = nxt
 
@@ -341,6 +439,12 @@ class OccXapp(XappBase):
         one continues it: the node's clock rounding, not data out of order, which the engine
         would reject whole (``time``) and lose its granules. Larger overlaps are left to it. The
         reports after a continued one are continued too until the node's stamps leave a gap."""
+        if self.native is not None:
+            span = inp.n_granules * self.cfg.granularity_ms
+            inp.t0_ms, shifted = self.native.continue_(meid, inp.t0_ms, span)
+            if shifted:
+                self.counters["time_overlap_shifted"] += 1
+            return
         nxt = self._next_t0.get(meid)
         if nxt is not None and 0 < nxt - inp.t0_ms <= self.cfg.max_time_overlap_ms:
             inp.t0_ms = nxt
@@ -535,6 +639,8 @@ class OccXapp(XappBase):
         if self.kpm_versions.get(node.meid) is not version:
             log.info("node %s announces E2SM-KPM %s", node.meid, version.label)
             self.kpm_versions[node.meid] = version
+            if self.native is not None:  # whole-second stamps (_whole_second_start)
+                self.native.set_whole_second(node.meid, version is KpmVersion.V2_03)
         style = self.cfg.report_style
         offered = node.kpm_measurements(style)
         # A node that lists its measurements and lacks some OCC needs (a stock srsRAN gNB has
@@ -690,6 +796,8 @@ class OccXapp(XappBase):
             "rejected_indications": dict(self.rejected),
             "indications_by_instance": {str(k): n for k, n in dict(self.by_instance).items()},
             "dropped_ue_rows": dict(self.dropped_rows),
+            "native_path": self.native is not None,
+            "native_declined": dict(self.native_declined),
             "ho_event_errors": dict(self.ho_errors),
             "rest_errors": dict(self.shell.http.counters.errors),
             "feedback": dict(self.feedback.counters),

@@ -34,8 +34,9 @@ def encode_period(
     ue_ids: list[int], records: list[dict[str, Any]], granularity: int = 1,
     names: tuple[str, ...] = NAMES, ue_kind: str = "gNB-UEID",
 ) -> bytes:  # fmt: skip
-    """``ue_kind``: how the UEs are named: gNB-UEID (AMF-UE-NGAP-ID and GUAMI), gNB-DU-UEID
-    (the ids are F1AP IDs) or gNB-CU-UP-UEID (E1AP IDs: a kind the OCC xApp cannot key)."""
+    """A NaN value is sent as noValue. ``ue_kind``: how the UEs are named: gNB-UEID
+    (AMF-UE-NGAP-ID and GUAMI), gNB-DU-UEID (the ids are F1AP IDs) or gNB-CU-UP-UEID (E1AP IDs:
+    a kind the OCC xApp cannot key)."""
     reports = []
     for u, ue in enumerate(ue_ids):
         rows = []
@@ -52,7 +53,8 @@ def encode_period(
                 M.ARRIVED_BYTES: int(r[M.ARRIVED_BYTES][u]),
                 "DRB.UEThpDl": float(thp),
             }
-            rows.append([full[n] for n in names])
+            # NaN: noValue (what a gNB sends for a granule without the value)
+            rows.append([None if v != v else v for v in (full[n] for n in names)])
         if ue_kind == "gNB-DU-UEID":
             uid = UeId(ue_kind, f1ap_ids=(ue,))
         elif ue_kind == "gNB-CU-UP-UEID":

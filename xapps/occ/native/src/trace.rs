@@ -1,0 +1,94 @@
+//! `contracts/latency_trace.py` natively: with `OCTORIC_LATENCY_TRACE` set, the native path
+//! appends `<point> <CLOCK_MONOTONIC ns> <crc32:len>` lines for the indications it handles
+//! (`occ_in` at the tap's entry, `occ_out` once the feedback datagrams are sent), written after
+//! the sends, so the benchmark's breakdown covers the native path as it did the Python one.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+
+#[repr(C)]
+struct Timespec {
+    sec: i64,
+    nsec: i64,
+}
+
+extern "C" {
+    fn clock_gettime(clk: i32, ts: *mut Timespec) -> i32;
+}
+
+const CLOCK_MONOTONIC: i32 = 1;
+
+/// CLOCK_MONOTONIC in ns: the clock every process of the benchmark marks with.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: a valid out-pointer
+    unsafe { clock_gettime(CLOCK_MONOTONIC, &mut ts) };
+    ts.sec as u64 * 1_000_000_000 + ts.nsec as u64
+}
+
+static CRC_TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
+
+/// zlib's CRC-32 (table-driven).
+pub fn crc32(data: &[u8]) -> u32 {
+    let t = CRC_TABLE.get_or_init(|| {
+        let mut t = [0u32; 256];
+        for (i, v) in t.iter_mut().enumerate() {
+            let mut c = i as u32;
+            for _ in 0..8 {
+                c = if c & 1 != 0 {
+                    (c >> 1) ^ 0xEDB8_8320
+                } else {
+                    c >> 1
+                };
+            }
+            *v = c;
+        }
+        t
+    });
+    let mut c = !0u32;
+    for &b in data {
+        c = t[((c ^ b as u32) & 0xFF) as usize] ^ (c >> 8);
+    }
+    !c
+}
+
+pub struct Trace {
+    inp: File,
+    out: File,
+}
+
+impl Trace {
+    /// The two files under `$OCTORIC_LATENCY_TRACE`, or None when it is unset (or unusable).
+    pub fn from_env() -> Option<Trace> {
+        let dir = std::env::var_os("OCTORIC_LATENCY_TRACE")?;
+        if dir.is_empty() {
+            return None;
+        }
+        let dir = std::path::PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).ok()?;
+        let pid = std::process::id();
+        let open = |point: &str| {
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .open(dir.join(format!("{point}-{pid}.trace")))
+                .ok()
+        };
+        Some(Trace {
+            inp: open("occ_in")?,
+            out: open("occ_out")?,
+        })
+    }
+
+    pub fn mark(&mut self, payload: &[u8], t_in: u64, t_out: u64) {
+        let key = format!("{:08x}:{}", crc32(payload), payload.len());
+        let _ = self
+            .inp
+            .write_all(format!("occ_in {t_in} {key}\n").as_bytes());
+        let _ = self
+            .out
+            .write_all(format!("occ_out {t_out} {key}\n").as_bytes());
+    }
+}
