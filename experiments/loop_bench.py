@@ -110,6 +110,9 @@ CASES = (
     LoopCase("10x100@10ms", 10, 100, 10, flip=True),
     LoopCase("1x100@1ms", 1, 100, 1, flip=True),
     LoopCase("10x100@20ms", 10, 100, 20, flip=True),
+    # issue #44: an operator's RIC at OCC's own granularity, 10 k indications/s, and half that
+    LoopCase("10x100@1ms", 10, 100, 1, flip=True),
+    LoopCase("10x100@2ms", 10, 100, 2, flip=True),
 )
 # the periodic refresh (every 50 ms by default) resends the latest target from a timer: a
 # datagram no indication caused, whose "latency" is the timer's phase (see the docstring)

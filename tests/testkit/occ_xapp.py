@@ -27,6 +27,7 @@ class OccProc:
     http_port: int
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
+    env: dict[str, str] | None = None  # over the xApp's environment (e.g. its replica ID)
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.http_port}{path}"
@@ -42,6 +43,7 @@ class OccProc:
         cfg = self.tmp / "occ-config.json"
         cfg.write_text(json.dumps(d))
         env = xapp_environment(self.stack.rt, "occ", self.rmr_port, self.http_port, cfg)
+        env.update(self.env or {})
         self.starts += 1
         log = (self.tmp / f"occ-{self.starts}.log").open("wb")
         t = time.time()

@@ -104,6 +104,7 @@ class NodeSubscriptions:
         self.timeout_s = 10.0
         self.retry_max_s = RETRY_MAX_S  # the longest wait before a failed request is retried
         self._resubscribe = False
+        self._poked = threading.Event()  # poke(): a round now, not at the next period
         self._connected: dict[str, bool] = {}  # per meid, as last seen
         self._lock = threading.Lock()  # subs, _unnamed, _early
         self._unnamed = 0  # requests whose POST has not returned submgr's SubscriptionId yet
@@ -111,6 +112,10 @@ class NodeSubscriptions:
 
     def configure(self, nodes: tuple[str, ...], period_s: float, timeout_s: float) -> None:
         self.nodes, self.period_s, self.timeout_s = nodes, period_s, timeout_s
+
+    def poke(self) -> None:
+        """Run a discovery round now (the nodes this xApp wants changed)."""
+        self._poked.set()
 
     def resubscribe_all(self) -> None:
         """Ask every node again in the next round (e.g. the xApp's report settings changed)."""
@@ -325,7 +330,8 @@ class NodeSubscriptions:
             except Exception as e:  # keep discovering whatever one round hit
                 self.counters["discovery_errors"] += 1
                 log.warning("node discovery failed: %s", e)
-            stop.wait(self.period_s)
+            self._poked.wait(self.period_s)
+            self._poked.clear()
 
     def stop(self, timeout_s: float = 1.0) -> None:
         """Delete every subscription (shutdown: a short timeout per call, what submgr could

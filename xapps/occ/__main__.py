@@ -6,6 +6,7 @@ The environment and the signal handling are every xApp's: ``octoric.xapps.base.m
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 
@@ -42,7 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     sdl = SdlStore("occ")
     feedback = FeedbackSender()
     try:
-        resumed = resume_feedback(sdl, feedback, expire_s=5.0)
+        # a replica (shards.py) leaves each UE's targets to the owner of its node
+        from octoric.xapps.occ.shards import ENV as REPLICA_ENV
+
+        resumed = resume_feedback(sdl, feedback, expire_s=5.0,
+                                  targets=not os.environ.get(REPLICA_ENV))  # fmt: skip
     except Exception as e:  # SDL not reachable yet: the xApp's own restore retries
         logging.getLogger("xapps.occ").warning("early resume failed: %s", e)
         resumed = None

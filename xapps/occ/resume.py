@@ -29,8 +29,13 @@ class Resumed:
 
 
 def resume_feedback(
-    sdl: SdlStore, feedback: FeedbackSender | NativeFeedback, expire_s: float
+    sdl: SdlStore,
+    feedback: FeedbackSender | NativeFeedback,
+    expire_s: float,
+    targets: bool = True,
 ) -> Resumed:
+    """The flows, and the fresh UE records with their targets (``targets``: sent to the flows
+    at once; a replica leaves that to the owner of each UE's node)."""
     out = Resumed()
     for key, d in sdl.find_json(FLOW).items():
         try:
@@ -51,5 +56,6 @@ def resume_feedback(
             out.stale_keys.add(key)
             continue
         out.records[rec.ue] = rec
-        feedback.update(rec.ue, UeTarget(rec.target_bps, rec.fallback, rec.guami, rec.t_ms))
+        if targets:
+            feedback.update(rec.ue, UeTarget(rec.target_bps, rec.fallback, rec.guami, rec.t_ms))
     return out

@@ -28,6 +28,7 @@ import os
 import threading
 import time
 import urllib.parse
+import uuid
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import asdict, replace
@@ -52,7 +53,7 @@ from octoric.xapps.base.node_subscriptions import NodeSub, NodeSubscriptions, Wa
 from octoric.xapps.base.sdl import SdlStore
 from octoric.xapps.base.shell import MessageHandler, RmrMessage
 from octoric.xapps.base.subscription import SubmgrClient, SubscriptionRequest
-from octoric.xapps.occ import messages, native, persist
+from octoric.xapps.occ import messages, native, persist, shards
 from octoric.xapps.occ.batch import AbwBatch
 from octoric.xapps.occ.config import OccConfig
 from octoric.xapps.occ.degraded import STANDARD, DegradedInputs
@@ -149,8 +150,17 @@ class OccXapp(XappBase):
         self._latest: dict[int, UeRecord] = {}
         self._pending: dict[str, tuple[AbwBatch, list[str | None], float]] = {}
         self.counters: Counter[str] = Counter()
+        # replicas (shards.py): this one's ID, the live set, the nodes it owns
+        self.shard_id = shards.replica_id()
+        self.members: shards.Membership | None = None
+        sub_prefix = persist.SUB
+        if self.shard_id is not None:
+            ends = {"http": f"{host}:{http_port}", "rmr": f"{host}:{rmr_port}"}
+            self.members = shards.Membership(self.sdl, self.shard_id, ends)
+            sub_prefix = f"{persist.SUB}{self.shard_id}."  # each replica's own subscriptions
+        self._engine_lock = threading.Lock()  # the Python path's engine vs a takeover's imports
         self.node_subs = NodeSubscriptions(
-            self.shell, self._wants, submgr, self.counters, sdl_prefix=persist.SUB
+            self.shell, self._wants, submgr, self.counters, sdl_prefix=sub_prefix
         )
         self.rejected: Counter[str] = Counter()  # indications by reason
         # indications by RIC instance (RMR sub_id): what a gNB sent on each subscription can be
@@ -246,6 +256,8 @@ class OccXapp(XappBase):
         w = {"sdl-writer": self._sdl_writer}
         if self.native is not None:
             w["native-drain"] = self._native_drain
+        if self.members is not None:
+            w["shards"] = self._shard_loop
         return w
 
     def announce(self) -> None:
@@ -264,6 +276,134 @@ class OccXapp(XappBase):
     def halt(self) -> None:
         if self.native is not None:
             self.native.detach()
+        if self.members is not None:  # a planned stop: the others take over at once
+            try:
+                self.sdl.delete(f"{shards.MEMBER}{self.shard_id}")
+            except Exception as e:
+                log.warning("could not leave the replica set: %s", e)
+
+    # --- replicas (shards.py) ------------------------------------------------------------------
+    def _owns(self, meid: str) -> bool:
+        """This replica owns node ``meid`` (always, unsharded)."""
+        if self.members is None:
+            return True
+        view = self.members.view
+        return view is not None and view.owns(meid)
+
+    def _shard_loop(self) -> None:
+        realtime.background_thread()
+        last_gen: bytes | None = None
+        while not self._stop.is_set():
+            try:
+                change = self.members.tick() if self.members is not None else None
+                if change is not None:
+                    self._on_view(*change)
+                gen = self.sdl.get(shards.FLOWS_GEN)
+                if gen != last_gen:
+                    last_gen = gen
+                    self._sync_flows()
+            except Exception:  # SDL away for a moment: the next beat tries again
+                self.counters["shard_errors"] += 1
+                log.exception("replica set round failed")
+            self._stop.wait(shards.HEARTBEAT_S)
+
+    def _on_view(self, old: shards.View | None, new: shards.View) -> None:
+        log.info("replica %s: live replicas %s", self.shard_id, ", ".join(new.live))
+        self.counters["shard_changes"] += 1
+        for node in self.shell.rnib_nodes():
+            was = old is not None and old.owns(node.meid)
+            now = new.owns(node.meid)
+            if now and not was:
+                self._take_node(node.meid)
+            elif was and not now:
+                self._release_node(node.meid)
+        if old is not None:
+            dead = set(old.live) - set(new.live)
+            if dead and new.live[0] == self.shard_id:  # one replica cleans up after the dead
+                for d in dead:
+                    self._clear_subscriptions_of(d)
+        self.node_subs.poke()
+
+    def _take_node(self, meid: str) -> None:
+        """Node ``meid`` is ours now: its UEs resume from the SDL (records and engine
+        checkpoints), and their flows hear the last target at once."""
+        self.sdl.set_json(f"{shards.OWNER}{meid}", {"replica": self.shard_id, "at": time.time()})
+        horizon = time.time() - self.engine.config.expire_ms / 1000.0
+        recs = []
+        for d in self.sdl.find_json(persist.UE).values():
+            try:
+                rec = UeRecord.from_json(d)
+            except (TypeError, KeyError):
+                continue
+            if rec.meid == meid and rec.updated_at >= horizon:
+                recs.append(rec)
+        n_ckpt = 0
+        for rec in recs:
+            blob = self.sdl.get(f"{persist.CKPT}{rec.ue}")
+            state = persist.unpack_state(blob, self.fp) if blob is not None else None
+            if state is not None:
+                try:
+                    with self._engine_lock:
+                        self.engine.import_ue(rec.ue, state)
+                    n_ckpt += 1
+                except OccInputError as e:
+                    log.warning("checkpoint of UE %d not restored: %s", rec.ue, e)
+            with self._lock:
+                self._materialize()
+                self._latest[rec.ue] = rec
+            self.feedback.update(rec.ue, UeTarget(rec.target_bps, rec.fallback, rec.guami,
+                                                  rec.t_ms))  # fmt: skip
+        self.counters["nodes_taken"] += 1
+        self.counters["ues_taken"] += len(recs)
+        self.counters["checkpoints_taken"] += n_ckpt
+        log.info("node %s taken: %d UEs resumed (%d checkpoints)", meid, len(recs), n_ckpt)
+
+    def _release_node(self, meid: str) -> None:
+        """Node ``meid`` went to another replica: its UEs get no more feedback from here."""
+        with self._lock:
+            self._materialize()
+            gone = [u for u, r in self._latest.items() if r.meid == meid]
+            for u in gone:
+                del self._latest[u]
+        for u in gone:
+            self.feedback.forget(u)
+        self.counters["nodes_released"] += 1
+        log.info("node %s released (%d UEs)", meid, len(gone))
+
+    def _clear_subscriptions_of(self, replica: str) -> None:
+        """A dead replica's subscriptions: deleted at submgr (its indications would go to an
+        endpoint nobody reads) and in the SDL."""
+        prefix = f"{persist.SUB}{replica}."
+        for key, d in self.sdl.find_json(prefix).items():
+            sid = d.get("subscription_id") if isinstance(d, dict) else None
+            if isinstance(sid, str):
+                try:
+                    self.node_subs.submgr.delete(sid, 2.0)
+                    self.counters["dead_replica_subscriptions_deleted"] += 1
+                except Exception as e:
+                    log.warning("could not delete %s's subscription %s: %s", replica, sid, e)
+            self.sdl.delete(key)
+
+    def _sync_flows(self) -> None:
+        """The flows in the SDL (any replica may have registered or deleted one)."""
+        stored = {}
+        for d in self.sdl.find_json(persist.FLOW).values():
+            try:
+                f = Flow.from_json(d)
+            except (TypeError, ValueError, KeyError):
+                continue
+            stored[f.id] = f
+        have = set(self.feedback.flows)
+        for fid in sorted(stored.keys() - have):
+            self.feedback.add(stored[fid])
+            self.counters["flows_synced_in"] += 1
+        for fid in sorted(have - stored.keys()):
+            self.feedback.remove(fid)
+            self.counters["flows_synced_out"] += 1
+
+    def _flows_changed(self) -> None:
+        if self.members is not None:
+            self.sdl.set_json(shards.FLOWS_GEN, uuid.uuid4().hex)
 
     # --- the native path's results ---------------------------------------------------------------
     def _native_drain(self) -> None:
@@ -300,6 +440,8 @@ class OccXapp(XappBase):
             self.rate.add(now, taken["ue_samples"])
         for meid in taken["fresh"]:
             got = occ.latest(meid)
+            if not self._owns(meid):  # a node just handed to another replica
+                continue
             if got is None:
                 continue
             g = got.batch.target_bps_granules.shape[1]
@@ -313,11 +455,18 @@ class OccXapp(XappBase):
             self._snapshot_engine()
 
     def restore(self) -> None:
-        """Flows and UE records (unless ``resume`` ran already), engine checkpoints."""
+        """Flows and UE records (unless ``resume`` ran already), engine checkpoints. A replica
+        restores the flows only: its nodes' UEs resume when it takes the nodes (_take_node)."""
+        sharded = self.members is not None
         if self.resumed is None:
             self.resumed = resume_feedback(
-                self.sdl, self.feedback, self.engine.config.expire_ms / 1000.0
-            )
+                self.sdl, self.feedback, self.engine.config.expire_ms / 1000.0,
+                targets=not sharded,
+            )  # fmt: skip
+        if sharded:
+            self.restored["flows"] = self.resumed.flows
+            log.info("restored from SDL: %s (UEs follow their nodes)", self.restored)
+            return
         with self._lock:
             self._materialize()
             self._latest.update(self.resumed.records)
@@ -373,7 +522,8 @@ class OccXapp(XappBase):
             # checked before the engine sees it: its per-UE "latest sample" never moves ahead
             self._reject("clock_ahead", f"time stamps {ahead_ms / 1000:.1f} s ahead", msg.meid)
             return
-        batch, used = self._ingest(inp, msg.meid)
+        with self._engine_lock:
+            batch, used = self._ingest(inp, msg.meid)
         if batch is None or used is None:
             return
         # the senders first: they are what the loop is for (the report is for subscribers)
@@ -521,7 +671,11 @@ class OccXapp(XappBase):
             self._handover(ev.ue, ev.is_start, ev.t_ms)
 
     def _handover(self, ue: int, start: bool, t_ms: int | None) -> None:
-        self.engine.on_handover(ue, start, t_ms)
+        if self.members is not None and ue not in self.latest:
+            self.counters["ho_events_not_owned"] += 1  # another replica's UE (all get a copy)
+            return
+        with self._engine_lock:
+            self.engine.on_handover(ue, start, t_ms)
         latest = self.engine.latest(ue)
         if latest is None:
             return
@@ -563,6 +717,14 @@ class OccXapp(XappBase):
             recs = [self._latest[u] for u in self._dirty if u in self._latest]
             self._dirty.clear()
             ckpt, self._ckpt_out = self._ckpt_out, None
+            if self.members is not None:  # only what this replica owns: a node's new owner
+                recs = [r for r in recs if self._owns(r.meid)]  # writes the others
+                if ckpt is not None:
+                    ues_c, states_c, fp_c = ckpt
+                    mine = {u for u, r in self._latest.items() if self._owns(r.meid)}
+                    keep = [i for i, u in enumerate(ues_c) if u in mine]
+                    ckpt = ([ues_c[i] for i in keep], {k: v[keep] for k, v in states_c.items()},
+                            fp_c)  # fmt: skip
             deletes, self._sdl_delete = self._sdl_delete, set()
         try:
             for at in range(0, len(recs), WRITER_SLICE_RECORDS):
@@ -633,7 +795,7 @@ class OccXapp(XappBase):
         return self.node_subs.request(meid, sid, self.kpm_wanted(measurements))
 
     def _wants(self, node: E2Node) -> list[Wanted]:
-        if not node.has_kpm():
+        if not node.has_kpm() or not self._owns(node.meid):
             return []
         version = node.kpm_version or DEFAULT_KPM_VERSION
         if self.kpm_versions.get(node.meid) is not version:
@@ -757,6 +919,7 @@ class OccXapp(XappBase):
         except Exception as e:
             raise RestError(503, "sdl_unavailable", f"cannot store the flow: {e}") from None
         self.feedback.add(flow)
+        self._flows_changed()
         self.counters["flows_registered"] += 1
         return Response.json(flow.to_json(), 201)
 
@@ -775,6 +938,7 @@ class OccXapp(XappBase):
         except Exception as e:  # removed here; the SDL copy would come back after a restart
             self.counters["sdl_errors"] += 1
             log.warning("flow %s removed but not from the SDL: %s", flow.id, e)
+        self._flows_changed()
         self.counters["flows_deleted"] += 1
         return Response(204)
 
@@ -812,6 +976,18 @@ class OccXapp(XappBase):
                 for q in ("0.5", "0.99")
             },
             "config": asdict(self.cfg),
+            "shard": self._shard_status(),
+        }
+
+    def _shard_status(self) -> dict[str, Any] | None:
+        if self.members is None:
+            return None
+        view = self.members.view
+        nodes = sorted(n.meid for n in self.shell.rnib_nodes()) if self.shell.xapp else []
+        return {
+            "replica": self.shard_id,
+            "live": list(view.live) if view else [],
+            "owned_nodes": [m for m in nodes if view is not None and view.owns(m)],
         }
 
     def _status(self, req: Request) -> Response:
