@@ -110,8 +110,11 @@ def charts() -> list[Path]:
     return sorted(p.parent for p in CHARTS.glob("*/Chart.yaml"))
 
 
-def values_files() -> list[Path]:
-    return sorted((CHARTS / "ci").glob("*.yaml"))
+def values_files(chart: Path | None = None) -> list[Path]:
+    """``charts/ci/*.yaml`` for every chart, plus the chart's own ``<chart>/ci/*.yaml`` (what
+    only it supports, e.g. OCC's replicas)."""
+    own = sorted((chart / "ci").glob("*.yaml")) if chart is not None else []
+    return sorted((CHARTS / "ci").glob("*.yaml")) + own
 
 
 def _docs(rendered: str) -> list[dict[str, Any]]:
@@ -152,7 +155,7 @@ def check(chart_dirs: list[Path] | None = None, shared: Path | None = None) -> R
     with tempfile.TemporaryDirectory(prefix="octoric-charts-") as tmp:
         for chart in chart_dirs or charts():
             name = chart.name
-            for vf in values_files():
+            for vf in values_files(chart):
                 tag = f"{name} [{vf.stem}]"
                 report.checked.append(tag)
                 r = _run([helm_exe, "lint", "--strict", str(chart), "-f", str(vf)])

@@ -53,6 +53,10 @@ class XappSpec:
         return XAPPS_DIR / self.name / "config-file.json"
 
 
+# xApps that run as several replicas sharing the E2 nodes (--set xapps.replicas.<name>=N)
+SHARDED = ("occ",)
+MAX_REPLICAS = 16
+
 # Embedded defaults (contracts.ports).
 KNOWN: dict[str, XappSpec] = {
     "occ": XappSpec("occ", "octoric.xapps.occ", *ports.XAPP_PORTS["occ"], "/occ/v1/status"),
@@ -115,6 +119,19 @@ def pick_ports(spec: XappSpec) -> tuple[int, int]:
     raise OctoricError(f"{spec.name}: no free ports")
 
 
+def _free_ports() -> tuple[int, int]:
+    """Free RMR (and RMR + 1) and HTTP ports."""
+    from octoric.redis_server import free_port
+
+    for _ in range(100):
+        rmr = free_port()
+        if rmr < 65000 and port_free(rmr + 1):
+            http = free_port()
+            if http not in (rmr, rmr + 1):
+                return rmr, http
+    raise OctoricError("no free ports")
+
+
 def _get_json(url: str, timeout: float = 1.0) -> Any:
     with _NO_PROXY.open(url, timeout=timeout) as r:
         return json.loads(r.read())
@@ -136,12 +153,17 @@ class XappComponent:
     """One xApp process under the supervisor."""
 
     def __init__(
-        self, spec: XappSpec, rmr_port: int | None = None, http_port: int | None = None
-    ) -> None:
+        self, spec: XappSpec, rmr_port: int | None = None, http_port: int | None = None,
+        replica: int | None = None,
+    ) -> None:  # fmt: skip
         self.spec = spec
-        self.name = f"xapp-{spec.name}"
+        # replica i of a sharded xApp: ``occ-i`` (the first keeps the xApp's own name and ports:
+        # senders and tools find it as before)
+        self.replica = replica
+        self.key = spec.name if not replica else f"{spec.name}-{replica}"
+        self.name = f"xapp-{self.key}"
         if rmr_port is None or http_port is None:
-            rmr_port, http_port = pick_ports(spec)
+            rmr_port, http_port = pick_ports(spec) if not replica else _free_ports()
         self.rmr_port, self.http_port = rmr_port, http_port
         self.child: ChildProcess | None = None
         self.last_status: dict[str, Any] = {}
@@ -164,14 +186,18 @@ class XappComponent:
         rt = RicRuntime.read(state)
         if self.spec.name == "octopus":
             await asyncio.to_thread(ensure_octopus_policy_type, rt)
-        _record_ports(ctx.run_dir, self.spec.name, self.rmr_port, self.http_port, self.status_url)
-        cfg = ctx.run_dir / f"{self.spec.name}-config-file.json"
+        _record_ports(ctx.run_dir, self.key, self.rmr_port, self.http_port, self.status_url)
+        cfg = ctx.run_dir / f"{self.key}-config-file.json"
         controls = {k: str(ctx.run_dir / f) for k, f in self.spec.run_files}
         controls.update(ctx.config.xapps.controls.get(self.spec.name, {}))
         d = descriptor_for(self.spec, self.rmr_port, self.http_port, controls)
         cfg.write_text(json.dumps(d, indent=2))
         env = xapp_environment(rt, self.spec.name, self.rmr_port, self.http_port, cfg)
         env.setdefault("OCTORIC_LOG_FORMAT", "json")
+        if self.replica is not None:
+            from octoric.xapps.occ.shards import ENV as REPLICA_ENV
+
+            env[REPLICA_ENV] = f"{self.spec.name}-{self.replica}"
         argv = [sys.executable, "-m", self.spec.module,
                 "--rmr-port", str(self.rmr_port), "--http-port", str(self.http_port)]  # fmt: skip
         self.child = ChildProcess(
@@ -206,11 +232,11 @@ class XappComponent:
 
     def status(self) -> str:
         if self.child is None:
-            return f"{self.spec.name} -"
+            return f"{self.key} -"
         if self.child.proc is None or self.child.proc.returncode is not None:
-            return f"{self.spec.name} down"
+            return f"{self.key} down"
         if not self.last_status:
-            return f"{self.spec.name} starting"
+            return f"{self.key} starting"
         return "; ".join([self._what_it_does(), *attention(self.last_status, self._unrouted)])
 
     def _what_it_does(self) -> str:
@@ -218,21 +244,21 @@ class XappComponent:
         if "policies" in st:  # the octopus xApp
             pols = st["policies"]
             on = sum(1 for p in pols if p.get("state") == "enforced")
-            return f"{self.spec.name} {len(pols)} policies, {on} enforced"
+            return f"{self.key} {len(pols)} policies, {on} enforced"
         subs = len(st.get("subscriptions") or [])
         if "ho_events" in st:  # the handover xApp: handovers of the RAN, not errors of its own
             ev = st["ho_events"]
             failed = int(ev.get("failure", 0))
             return (
-                f"{self.spec.name} {ev.get('start', 0)} HO starts, {ev.get('complete', 0)} "
+                f"{self.key} {ev.get('start', 0)} HO starts, {ev.get('complete', 0)} "
                 f"complete{f', {failed} HO failures' if failed else ''}, {subs} subs"
             )
         abw = self.abw_by_ue()
         if not abw:
-            return f"{self.spec.name} 0 UEs, {subs} subs"
+            return f"{self.key} 0 UEs, {subs} subs"
         rates = " ".join(f"ue{u} {abw[u] / 1e6:.1f}" for u in sorted(abw)[:8])
         more = f" +{len(abw) - 8}" if len(abw) > 8 else ""
-        return f"{self.spec.name} {len(abw)} UEs, ABW Mbit/s {rates}{more}"
+        return f"{self.key} {len(abw)} UEs, ABW Mbit/s {rates}{more}"
 
     def report(self) -> dict[str, Any]:
         s = self.last_status
@@ -327,10 +353,21 @@ def components(ctx: RunContext) -> list[XappComponent]:
                 f"xapps.controls.{name}: no such xApp in xapps.enabled "
                 f"({', '.join(ctx.config.xapps.enabled) or 'none'})"
             )
+    replicas = ctx.config.xapps.replicas
+    for name, n in replicas.items():
+        if name not in SHARDED:
+            raise OctoricError(f"xapps.replicas.{name}: only {', '.join(SHARDED)} runs as "
+                               "replicas")  # fmt: skip
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_REPLICAS:
+            raise OctoricError(f"xapps.replicas.{name}: 1..{MAX_REPLICAS}, got {n!r}")
     for name in ctx.config.xapps.enabled:
         spec = KNOWN.get(name)
         if spec is None:
             log.info("xApp %s is enabled but not built yet; skipped", name)
             continue
-        out.append(XappComponent(spec))
+        n = replicas.get(name, 1)
+        if n == 1:
+            out.append(XappComponent(spec))
+            continue
+        out += [XappComponent(spec, replica=i) for i in range(n)]
     return out

@@ -128,6 +128,9 @@ class XappsConfig:
     # per xApp, ``controls`` that override its descriptor's, e.g.
     # --set xapps.controls.handover.detection=kpm (the xApp validates them when it starts)
     controls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # processes per xApp, e.g. --set xapps.replicas.occ=3: the OCC replicas split the E2
+    # nodes between them (xapps/occ/shards.py); 1 (unset) runs one, unsharded
+    replicas: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

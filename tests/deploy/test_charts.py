@@ -25,7 +25,8 @@ def _copy(name: str, tmp: Path) -> Path:
 def test_the_charts_pass(shared_dir: Path) -> None:
     report = charts.check(shared=shared_dir)
     assert report.problems == []
-    assert len(report.checked) == len(charts.charts()) * len(charts.values_files()) >= 9
+    want = sum(len(charts.values_files(c)) for c in charts.charts())
+    assert len(report.checked) == want >= 10
 
 
 def test_a_broken_template_fails(tmp_path: Path, shared_dir: Path) -> None:
@@ -99,3 +100,48 @@ def test_each_xapp_gets_an_api_token_from_a_secret_file() -> None:
     (dep,) = [d for d in mine if d["kind"] == "Deployment"]
     vols = dep["spec"]["template"]["spec"]["volumes"]  # type: ignore[index]
     assert {"secretName": "mine", "defaultMode": 0o440} in [v.get("secret") for v in vols]
+
+
+def test_occ_replicas_render_a_statefulset_with_a_service_pair_each(tmp_path: Path) -> None:
+    """``replicaCount: 3`` (charts/occ/ci/replicas.yaml): each pod is named (its replica ID)
+    and reachable through its own Services, the ClientEndpoint its subscriptions name; the
+    other xApps refuse replicas."""
+    import subprocess
+
+    import yaml
+
+    vf = charts.CHARTS / "occ" / "ci" / "replicas.yaml"
+    argv = [charts.helm(), "template", "t", str(charts.CHARTS / "occ"), "-f", str(vf),
+            "--namespace", "ricxapp"]  # fmt: skip
+    r = subprocess.run(argv, capture_output=True, text=True, check=True)
+    docs = [d for d in yaml.safe_load_all(r.stdout) if isinstance(d, dict)]
+    (sts,) = [d for d in docs if d["kind"] == "StatefulSet"]
+    assert not [d for d in docs if d["kind"] == "Deployment"]
+    assert sts["spec"]["replicas"] == 3
+    env = {e["name"]: e for e in sts["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["OCTORIC_OCC_REPLICA"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    names = {d["metadata"]["name"] for d in docs if d["kind"] == "Service"}
+    for i in range(3):
+        assert {f"service-ricxapp-occ-{i}-rmr", f"service-ricxapp-occ-{i}-http"} <= names
+        (svc,) = [d for d in docs if d["kind"] == "Service"
+                  and d["metadata"]["name"] == f"service-ricxapp-occ-{i}-rmr"]  # fmt: skip
+        assert svc["spec"]["selector"]["statefulset.kubernetes.io/pod-name"] == f"ricxapp-occ-{i}"
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap" and "OCTORIC_CLIENT_HOST" in d["data"]]
+    host = cm["data"]["OCTORIC_CLIENT_HOST"]
+    assert host == "service-ricxapp-occ-{ordinal}-http.ricxapp"
+    from octoric.xapps.base import subscription
+
+    env_vars = {"OCTORIC_CLIENT_HOST": host, "OCTORIC_OCC_REPLICA": "ricxapp-occ-2"}
+    mp = pytest.MonkeyPatch()
+    for k, v in env_vars.items():
+        mp.setenv(k, v)
+    try:
+        assert subscription.client_host("10.0.0.7") == "service-ricxapp-occ-2-http.ricxapp"
+        mp.setenv("OCTORIC_OCC_REPLICA", "no-ordinal")
+        with pytest.raises(ValueError, match="does not end in -<ordinal>"):
+            subscription.client_host("10.0.0.7")
+    finally:
+        mp.undo()
+    bad = subprocess.run([charts.helm(), "template", "t", str(charts.CHARTS / "handover"),
+                          "--set", "replicaCount=2"], capture_output=True, text=True)  # fmt: skip
+    assert bad.returncode != 0 and "only the occ xApp runs as replicas" in bad.stderr

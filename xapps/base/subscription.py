@@ -28,8 +28,20 @@ def client_host(default: str) -> str:
     ``default`` (the address the xApp listens on). O-RAN SC's submgr POSTs the outcome to
     ``<Host>:<HTTPPort>`` and asks rtmgr to route the indications to ``<Host with "http"
     replaced by "rmr">:<RMRPort>``, the name rtmgr knows the xApp by (appmgr registers every
-    xApp as ``service-ricxapp-<name>-rmr.ricxapp``); a pod address there is refused (400)."""
-    return os.environ.get(CLIENT_HOST_ENV) or default
+    xApp as ``service-ricxapp-<name>-rmr.ricxapp``); a pod address there is refused (400).
+    A replica of a sharded xApp (``OCTORIC_OCC_REPLICA``, its pod's name ``<name>-<n>``) fills
+    ``{ordinal}`` with its ``n``: its own Services, so its nodes' indications come to it."""
+    host = os.environ.get(CLIENT_HOST_ENV) or default
+    if "{ordinal}" in host:
+        replica = os.environ.get("OCTORIC_OCC_REPLICA", "")
+        ordinal = replica.rpartition("-")[2]
+        if not ordinal.isdigit():
+            raise ValueError(
+                f"{CLIENT_HOST_ENV}={host!r} names a replica's Services, but OCTORIC_OCC_REPLICA="
+                f"{replica!r} does not end in -<ordinal> (a StatefulSet pod's name)"
+            )
+        host = host.replace("{ordinal}", ordinal)
+    return host
 
 
 def submgr_url() -> str:

@@ -38,7 +38,7 @@ import orjson
 
 from octoric import realtime
 from octoric.contracts import message_types as mt
-from octoric.contracts.ho_event import HoEventError, parse_ho_event
+from octoric.contracts.ho_event import COMPLETE, HoEventError, parse_ho_event
 from octoric.contracts.latency_trace import LatencyTrace, key_of
 from octoric.e2sm import kpm
 from octoric.e2sm.kpm_version import DEFAULT as DEFAULT_KPM_VERSION
@@ -92,6 +92,8 @@ WRITER_SLICE_BLOBS = 4
 WRITER_PAUSE_S = 0.0002
 # the native path's results reach the xApp's counters, records and KPIs this often
 NATIVE_DRAIN_S = 0.02
+# a replica: a UE its node reported without for this long has moved (_sweep_left)
+LEFT_AFTER_MS = 200
 
 
 def warm_up_kernel(config: OccConfig | None = None) -> None:
@@ -642,6 +644,21 @@ class OccXapp(XappBase):
                     cf, d, now,
                 )  # fmt: skip
                 self._dirty.add(ue)
+        if self.members is not None:
+            self._sweep_left({m: b.t_ms for m, (b, _, _) in pending.items()})
+
+    def _sweep_left(self, newest: dict[str, int]) -> None:
+        """A replica: UEs whose node reported without them for ``LEFT_AFTER_MS`` moved to
+        another node, maybe another replica's; their feedback stops here (the node they are on
+        now sends it). Unsharded, a UE that moves stays in this xApp. (Hold ``_lock``.)"""
+        left = [
+            u for u, r in self._latest.items()
+            if (t := newest.get(r.meid)) is not None and t - r.t_ms >= LEFT_AFTER_MS
+        ]  # fmt: skip
+        for u in left:
+            del self._latest[u]
+            self.feedback.forget(u)
+        self.counters["ues_left_node"] += len(left)
 
     @property
     def latest(self) -> dict[int, UeRecord]:
@@ -669,6 +686,16 @@ class OccXapp(XappBase):
         self.counters[f"ho_{ev.event}"] += 1
         if ev.is_start or ev.is_end:  # a ping_pong follows its complete: nothing more to do
             self._handover(ev.ue, ev.is_start, ev.t_ms)
+        if ev.event == COMPLETE and ev.target_meid and not self._owns(ev.target_meid):
+            self._release_ue(ev.ue)  # its new node is another replica's
+
+    def _release_ue(self, ue: int) -> None:
+        with self._lock:
+            self._materialize()
+            rec = self._latest.pop(ue, None)
+        if rec is not None:
+            self.feedback.forget(ue)
+            self.counters["ues_handed_to_replica"] += 1
 
     def _handover(self, ue: int, start: bool, t_ms: int | None) -> None:
         if self.members is not None and ue not in self.latest:

@@ -36,6 +36,8 @@ func newObject(apiVersion, kind string) (interface{}, bool) {
 		return &corev1.Secret{}, true
 	case "apps/v1/Deployment":
 		return &appsv1.Deployment{}, true
+	case "apps/v1/StatefulSet":
+		return &appsv1.StatefulSet{}, true
 	case "networking.k8s.io/v1/NetworkPolicy":
 		return &networkingv1.NetworkPolicy{}, true
 	case "monitoring.coreos.com/v1/ServiceMonitor":

@@ -214,3 +214,25 @@ def test_replicas_split_the_nodes_and_take_over_after_kill9(
         rx.close()
         for p in reps:
             p.stop()
+
+
+def test_run_config_starts_replicas(tmp_path: Path) -> None:
+    """``octoric run --set xapps.replicas.occ=3``: three OCC processes, each with its replica
+    ID and its own ports; only OCC shards, and 1..16 of it."""
+    from octoric.config import RunConfig
+    from octoric.deploy.xapps_component import components
+    from octoric.errors import OctoricError
+    from octoric.supervisor import RunContext
+
+    cfg = RunConfig()
+    cfg.xapps.replicas = {"occ": 3}
+    comps = components(RunContext(cfg, tmp_path))
+    occ = [c for c in comps if c.spec.name == "occ"]
+    assert [c.name for c in occ] == ["xapp-occ", "xapp-occ-1", "xapp-occ-2"]
+    assert [c.replica for c in occ] == [0, 1, 2]
+    ports = [p for c in occ for p in (c.rmr_port, c.rmr_port + 1, c.http_port)]
+    assert len(set(ports)) == len(ports)
+    for bad, why in (({"handover": 2}, "only occ runs as replicas"), ({"occ": 0}, "1..16")):
+        cfg.xapps.replicas = bad
+        with pytest.raises(OctoricError, match=why):
+            components(RunContext(cfg, tmp_path))
