@@ -45,6 +45,8 @@ xApp, dApps < 450 us), quoted, not measured here.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import ctypes
 import json
 import os
 import socket
@@ -66,6 +68,7 @@ from octoric.contracts.latency_trace import LatencyTrace
 from octoric.e2sm import envelope, fastenc, kpm
 from octoric.e2sm.common import Guami, UeId, ntp_timestamp
 from octoric.e2sm.node_session import NodeSubscription, ScriptedNode
+from octoric.e2sm.transport import TcpFramedConnection
 from octoric.experiments.bench import (
     REPO,
     RT_PRIORITY,
@@ -272,6 +275,71 @@ print(json.dumps({"done": True}), flush=True)
 """
 
 
+LOADGEN_LIB = REPO / "build" / "lib" / "libocto_loadgen.so"
+FEEDBACK_SINK = REPO / "build" / "bin" / "feedback_sink"
+
+
+def _receiver_argv(out_file: Path, seconds: float) -> list[str]:
+    """The feedback receiver: the native sink (``experiments/native``, built by make setup),
+    else the Python one (it falls behind at ~50 k datagrams/s: the measurement's bottleneck)."""
+    if FEEDBACK_SINK.is_file():
+        return [str(FEEDBACK_SINK), str(out_file), str(seconds)]
+    return [sys.executable, "-c", RECEIVER, str(out_file), str(seconds)]
+
+
+def _loadgen() -> ctypes.CDLL | None:
+    if not LOADGEN_LIB.is_file():
+        return None
+    lib = ctypes.CDLL(str(LOADGEN_LIB))
+    lib.loadgen_blast.restype = ctypes.c_int64
+    lib.loadgen_blast.argtypes = [ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
+                                  ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                  ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                  ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint64,
+                                  ctypes.c_void_p]  # fmt: skip
+    return lib
+
+
+def blast_native(lib: ctypes.CDLL, nodes: list[LoadNode], messages: list[list[bytes]],
+                 case: LoopCase, t0_ms: int, start: float, seconds: float) -> None:  # fmt: skip
+    """``blast`` for every node at once in native code (``experiments/native``): the same
+    schedule, PDUs and records, the socket writes without the interpreter."""
+    count = round(seconds / (case.period_ms / 1000.0))
+    subs = [next(iter(n.subs.values())) for n in nodes]
+    tpls = [[Template(sub, m) for m in msgs] for sub, msgs in zip(subs, messages, strict=True)]
+    flat = [t for ts in tpls for t in ts]
+    keep = [bytes(t.buf) for t in flat]  # the buffers the native side reads
+    ptrs = (ctypes.c_char_p * len(keep))(*keep)
+    as_arr = np.asarray
+    lens = as_arr([len(b) for b in keep], dtype=np.uintp)
+    sn_off = as_arr([t.sn_at for t in flat], dtype=np.uintp)
+    ts_off = as_arr([t.ts_at for t in flat], dtype=np.uintp)
+    sn0 = as_arr([sub.sn % 65536 for sub in subs], dtype=np.uint16)
+    ts = b"".join(ntp_timestamp((t0_ms + k * case.period_ms) / 1000.0) for k in range(count))
+    fds = []
+    for n in nodes:
+        assert isinstance(n.conn, TcpFramedConnection), "the native replay speaks TCP framing"
+        fds.append(n.conn.writer.get_extra_info("socket").fileno())
+    fd_arr = as_arr(fds, dtype=np.intc)
+    sent = np.zeros(len(nodes) * count, dtype=np.uint64)
+    start_ns = round(start * 1e9)  # time.monotonic() is CLOCK_MONOTONIC: the same clock
+    lib.loadgen_blast(len(nodes), fd_arr.ctypes.data, len(tpls[0]), ptrs, lens.ctypes.data,
+                      sn_off.ctypes.data, ts_off.ctypes.data, sn0.ctypes.data, ts, count,
+                      start_ns, case.period_ms * 1_000_000, sent.ctypes.data)  # fmt: skip
+    grid = sent.reshape(len(nodes), count)
+    for i, (n, sub) in enumerate(zip(nodes, subs, strict=True)):
+        for k in np.flatnonzero(grid[i]).tolist():
+            t_ms = t0_ms + k * case.period_ms
+            sent_ns = int(grid[i, k])
+            n.sent.append((t_ms + case.period_ms - 1, sent_ns / 1e9))
+            if n.trace.enabled:  # the same PDU, rebuilt for its trace key
+                pdu = tpls[i][k % len(tpls[i])].fill(sub.sn + k, t_ms)
+                n.trace.mark(pdu, sent_ns)
+                n.keys[t_ms + case.period_ms - 1] = latency_trace.key_of(pdu)
+            n.stats.indications += 1
+        sub.sn += count
+
+
 def _cpu_s(pid: int) -> float:
     """User + system CPU seconds of a process so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -374,8 +442,8 @@ def _run_case(stack: RicStack, tmp: Path, case: LoopCase, seconds: float, warmup
         _wait(lambda: all(n.subs for n in nodes), 90, "KPM subscriptions from the OCC xApp", procs)
         messages = [variant_messages(n.node, case, seed) for n in nodes]
         total_s = warmup_s + seconds
-        recv = subprocess.Popen([sys.executable, "-c", RECEIVER, str(out_file), str(total_s + 15)],
-                                stdout=subprocess.PIPE, text=True)  # fmt: skip
+        recv = subprocess.Popen(_receiver_argv(out_file, total_s + 15), stdout=subprocess.PIPE,
+                                text=True)  # fmt: skip
         assert recv.stdout is not None
         port = json.loads(recv.stdout.readline())["port"]
         base = f"http://127.0.0.1:{http}/occ/v1/flows"
@@ -389,11 +457,18 @@ def _run_case(stack: RicStack, tmp: Path, case: LoopCase, seconds: float, warmup
         t0_ms = int(time.time() * 1000) - case.period_ms
         start = time.monotonic() + 0.2
 
-        async def all_nodes() -> None:
-            await asyncio.gather(*(blast(n, messages[i], case, t0_ms, start, total_s)
-                                   for i, n in enumerate(nodes)))  # fmt: skip
+        lib = _loadgen()
+        if lib is not None:  # the native replay, in its own thread (ctypes drops the GIL)
+            fut: Any = concurrent.futures.ThreadPoolExecutor(1).submit(
+                blast_native, lib, nodes, messages, case, t0_ms, start, total_s
+            )
+        else:
 
-        fut = asyncio.run_coroutine_threadsafe(all_nodes(), loop.loop)
+            async def all_nodes() -> None:
+                await asyncio.gather(*(blast(n, messages[i], case, t0_ms, start, total_s)
+                                       for i, n in enumerate(nodes)))  # fmt: skip
+
+            fut = asyncio.run_coroutine_threadsafe(all_nodes(), loop.loop)
         time.sleep(max(0.0, start + warmup_s - time.monotonic()))
         st0 = _get(f"http://127.0.0.1:{http}/occ/v1/status")
         cpu0 = {k: _cpu_s(p) for k, p in pids.items()}

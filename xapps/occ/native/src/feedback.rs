@@ -71,6 +71,9 @@ pub struct Feedback {
     sock6: Option<UdpSocket>,
     epoch: Instant,
     buf: Vec<u8>,
+    /// update_batch: the datagrams of one indication, sent together (sendmmsg) at its end
+    batching: bool,
+    queued: Vec<(SocketAddr, Vec<u8>, Format)>,
 }
 
 /// Python's `float.__repr__` of `round(x, 6)`, for the time stamps here (finite, 1e-4 <= |x| <
@@ -144,6 +147,42 @@ pub fn encode_remb(out: &mut Vec<u8>, sender: u32, bps: f64, fallback: bool, ssr
     out.extend_from_slice(&(if fallback { 1u32 << 24 } else { 0 }).to_be_bytes());
 }
 
+/// A socket address as the kernel reads it.
+fn sockaddr(a: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: a zeroed sockaddr_storage is valid, and large enough for either family
+    let mut st: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match a {
+        SocketAddr::V4(v) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: v.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(v.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_in fits in sockaddr_storage
+            unsafe { std::ptr::write(&mut st as *mut _ as *mut libc::sockaddr_in, sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(v) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: v.port().to_be(),
+                sin6_flowinfo: v.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: v.ip().octets(),
+                },
+                sin6_scope_id: v.scope_id(),
+            };
+            // SAFETY: sockaddr_in6 fits in sockaddr_storage
+            unsafe { std::ptr::write(&mut st as *mut _ as *mut libc::sockaddr_in6, sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (st, len as libc::socklen_t)
+}
+
 fn error_name(e: &std::io::Error) -> &'static str {
     use std::io::ErrorKind as E;
     match e.kind() {
@@ -181,6 +220,8 @@ impl Feedback {
             sock6: None,
             epoch: Instant::now(),
             buf: Vec::with_capacity(256),
+            batching: false,
+            queued: Vec::new(),
         }
     }
 
@@ -282,7 +323,102 @@ impl Feedback {
                 guami: guamis[i],
                 t_ms,
             };
+            if !self.batching {
+                self.batching = true;
+            }
             self.offer(u, t, now, Some(stamp));
+        }
+        if self.batching {
+            self.batching = false;
+            self.flush();
+        }
+    }
+
+    /// Send the queued datagrams: one sendmmsg per address family (a syscall per indication,
+    /// not per flow), the ones it did not take one by one (their errors counted by kind).
+    fn flush(&mut self) {
+        let mut queued = std::mem::take(&mut self.queued);
+        for v4 in [true, false] {
+            let idx: Vec<usize> = (0..queued.len())
+                .filter(|&i| queued[i].0.is_ipv4() == v4)
+                .collect();
+            if idx.is_empty() {
+                continue;
+            }
+            let Some(fd) = self.socket(v4) else {
+                for _ in &idx {
+                    self.count("send_error_OSError");
+                }
+                continue;
+            };
+            let names: Vec<(libc::sockaddr_storage, libc::socklen_t)> =
+                idx.iter().map(|&i| sockaddr(&queued[i].0)).collect();
+            let mut iov: Vec<libc::iovec> = idx
+                .iter()
+                .map(|&i| libc::iovec {
+                    iov_base: queued[i].1.as_mut_ptr() as *mut libc::c_void,
+                    iov_len: queued[i].1.len(),
+                })
+                .collect();
+            let mut hdrs: Vec<libc::mmsghdr> = (0..idx.len())
+                .map(|k| {
+                    // SAFETY: a zeroed mmsghdr is valid; the pointers set below outlive the call
+                    let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                    h.msg_hdr.msg_name = &names[k].0 as *const _ as *mut libc::c_void;
+                    h.msg_hdr.msg_namelen = names[k].1;
+                    h.msg_hdr.msg_iov = &mut iov[k];
+                    h.msg_hdr.msg_iovlen = 1;
+                    h
+                })
+                .collect();
+            // SAFETY: hdrs describe live buffers and addresses
+            let n = unsafe { libc::sendmmsg(fd, hdrs.as_mut_ptr(), hdrs.len() as u32, 0) };
+            let done = n.max(0) as usize;
+            for &i in &idx[..done] {
+                self.count(if queued[i].2 == Format::Json {
+                    "sent_json"
+                } else {
+                    "sent_remb"
+                });
+            }
+            for &i in &idx[done..] {
+                let (addr, data, fmt) = &queued[i];
+                self.send_now(*addr, data, *fmt);
+            }
+        }
+        queued.clear();
+        self.queued = queued;
+    }
+
+    fn socket(&mut self, v4: bool) -> Option<i32> {
+        let sock = if v4 { &mut self.sock4 } else { &mut self.sock6 };
+        if sock.is_none() {
+            *sock = UdpSocket::bind(if v4 { "0.0.0.0:0" } else { "[::]:0" }).ok();
+        }
+        sock.as_ref().map(std::os::fd::AsRawFd::as_raw_fd)
+    }
+
+    fn send_now(&mut self, addr: SocketAddr, data: &[u8], fmt: Format) {
+        let _ = self.socket(addr.is_ipv4());
+        let sock = if addr.is_ipv4() {
+            &self.sock4
+        } else {
+            &self.sock6
+        };
+        let res = match sock {
+            Some(s) => s.send_to(data, addr).map(|_| ()),
+            None => Err(std::io::Error::other("no socket")),
+        };
+        match res {
+            Ok(()) => self.count(if fmt == Format::Json {
+                "sent_json"
+            } else {
+                "sent_remb"
+            }),
+            Err(e) => {
+                let k = format!("send_error_{}", error_name(&e));
+                self.count(&k);
+            }
         }
     }
 
@@ -358,35 +494,12 @@ impl Feedback {
         }
         let addr = flow.addr;
         let fmt = flow.format;
-        let sock = if addr.is_ipv4() {
-            &mut self.sock4
+        if self.batching {
+            self.queued.push((addr, buf.clone(), fmt));
         } else {
-            &mut self.sock6
-        };
-        if sock.is_none() {
-            let bind = if addr.is_ipv4() {
-                "0.0.0.0:0"
-            } else {
-                "[::]:0"
-            };
-            *sock = UdpSocket::bind(bind).ok();
+            self.send_now(addr, &buf, fmt);
         }
-        let res = match sock {
-            Some(s) => s.send_to(&buf, addr).map(|_| ()),
-            None => Err(std::io::Error::other("no socket")),
-        };
         self.buf = buf;
-        match res {
-            Ok(()) => self.count(if fmt == Format::Json {
-                "sent_json"
-            } else {
-                "sent_remb"
-            }),
-            Err(e) => {
-                let k = format!("send_error_{}", error_name(&e));
-                self.count(&k);
-            }
-        }
         self.sent.insert(
             fid.to_string(),
             Sent {

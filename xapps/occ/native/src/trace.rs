@@ -27,30 +27,9 @@ pub fn monotonic_ns() -> u64 {
     ts.sec as u64 * 1_000_000_000 + ts.nsec as u64
 }
 
-static CRC_TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
-
-/// zlib's CRC-32 (table-driven).
+/// zlib's CRC-32 (crc32fast: PCLMULQDQ where the CPU has it; a 20 kB indication in ~1 us).
 pub fn crc32(data: &[u8]) -> u32 {
-    let t = CRC_TABLE.get_or_init(|| {
-        let mut t = [0u32; 256];
-        for (i, v) in t.iter_mut().enumerate() {
-            let mut c = i as u32;
-            for _ in 0..8 {
-                c = if c & 1 != 0 {
-                    (c >> 1) ^ 0xEDB8_8320
-                } else {
-                    c >> 1
-                };
-            }
-            *v = c;
-        }
-        t
-    });
-    let mut c = !0u32;
-    for &b in data {
-        c = t[((c ^ b as u32) & 0xFF) as usize] ^ (c >> 8);
-    }
-    !c
+    crc32fast::hash(data)
 }
 
 pub struct Trace {
