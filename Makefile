@@ -80,6 +80,7 @@ E2SM_CRATE := e2sm/native/Cargo.toml
 REALUE_CRATE := sim/realue/native/Cargo.toml
 OCC_CRATE := xapps/occ/native/Cargo.toml
 LOADGEN_CRATE := experiments/native/Cargo.toml
+RELAY_CRATE := ric/native/Cargo.toml
 native:
 	@# install, then rename: a running process keeps the library it mapped (an in-place copy
 	@# would change the pages under it)
@@ -98,6 +99,10 @@ native:
 	@if [ -f $(OCC_CRATE) ]; then \
 	  cargo build -q --release --manifest-path $(OCC_CRATE) && mkdir -p build/lib && \
 	  install -m 0755 xapps/occ/native/target/release/libocto_occ.so build/lib/libocto_occ.so.new && mv -f build/lib/libocto_occ.so.new build/lib/libocto_occ.so; \
+	fi
+	@if [ -f $(RELAY_CRATE) ]; then \
+	  cargo build -q --release --manifest-path $(RELAY_CRATE) && mkdir -p build/lib && \
+	  install -m 0755 ric/native/target/release/libocto_e2relay.so build/lib/libocto_e2relay.so.new && mv -f build/lib/libocto_e2relay.so.new build/lib/libocto_e2relay.so; \
 	fi
 	@# octoric bench loop's load tools: the gNBs' replay and the feedback sink
 	@if [ -f $(LOADGEN_CRATE) ]; then \
@@ -197,16 +202,16 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
-	@for c in $(RMR_CRATE) $(E2SM_CRATE) $(REALUE_CRATE) $(OCC_CRATE) $(LOADGEN_CRATE); do if [ -f $$c ]; then \
+	@for c in $(RMR_CRATE) $(E2SM_CRATE) $(REALUE_CRATE) $(OCC_CRATE) $(LOADGEN_CRATE) $(RELAY_CRATE); do if [ -f $$c ]; then \
 	  cargo fmt --manifest-path $$c -- --check && \
 	  cargo clippy -q --manifest-path $$c --all-targets -- -D warnings || exit 1; fi; done
 
 fmt: setup
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
-	@for c in $(RMR_CRATE) $(E2SM_CRATE) $(REALUE_CRATE) $(OCC_CRATE) $(LOADGEN_CRATE); do if [ -f $$c ]; then cargo fmt --manifest-path $$c; fi; done
+	@for c in $(RMR_CRATE) $(E2SM_CRATE) $(REALUE_CRATE) $(OCC_CRATE) $(LOADGEN_CRATE) $(RELAY_CRATE); do if [ -f $$c ]; then cargo fmt --manifest-path $$c; fi; done
 
 clean:
 	rm -rf build $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
-	@for c in $(RMR_CRATE) $(E2SM_CRATE) $(REALUE_CRATE) $(OCC_CRATE) $(LOADGEN_CRATE); do if [ -f $$c ]; then cargo clean -q --manifest-path $$c; fi; done
+	@for c in $(RMR_CRATE) $(E2SM_CRATE) $(REALUE_CRATE) $(OCC_CRATE) $(LOADGEN_CRATE) $(RELAY_CRATE); do if [ -f $$c ]; then cargo clean -q --manifest-path $$c; fi; done
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

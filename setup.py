@@ -2,7 +2,7 @@
 ``octoric/e2sm/libocto_e2sm.so`` (the native KPM decoder; without it the Python one runs) and
 ``octoric/sim/realue/libocto_realue.so`` (the real-UE path's release thread) and
 ``octoric/xapps/occ/libocto_occ.so`` (the OCC xApp's native indication path; without it the
-Python one runs).
+Python one runs) and ``octoric/ric/libocto_e2relay.so`` (e2term's native relay, likewise).
 
 Everything else is in pyproject.toml. The wheel is a platform wheel (the library is x86-64
 Linux code), built from ``$OCTORIC_RMR_LIB`` when set (a library already built, e.g.
@@ -67,6 +67,15 @@ def _libocc() -> Path:
     return ROOT / "xapps" / "occ" / "native" / "target" / "release" / "libocto_occ.so"
 
 
+def _librelay() -> Path:
+    given = os.environ.get("OCTORIC_E2RELAY_LIB")
+    if given:
+        return Path(given)
+    crate = ROOT / "ric" / "native" / "Cargo.toml"
+    subprocess.run(["cargo", "build", "--release", "--manifest-path", str(crate)], check=True)
+    return ROOT / "ric" / "native" / "target" / "release" / "libocto_e2relay.so"
+
+
 def _write_site_hooks(root: Path) -> None:
     # by file: the build backend does not put this folder on sys.path
     spec = importlib.util.spec_from_file_location("_hooks", ROOT / "octoric" / "site_hooks.py")
@@ -88,6 +97,7 @@ class BuildPyWithRmr(build_py):
         shutil.copy2(_librealue(), realue)
         occ = Path(self.build_lib) / "octoric" / "xapps" / "occ" / "libocto_occ.so"
         shutil.copy2(_libocc(), occ)
+        shutil.copy2(_librelay(), Path(self.build_lib) / "octoric" / "ric" / "libocto_e2relay.so")
         _write_site_hooks(Path(self.build_lib))  # beside the packages: site-packages' root
 
 

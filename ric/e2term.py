@@ -48,6 +48,8 @@ from octoric.e2sm.transport import (
     Transport,
 )
 from octoric.ric import nodes
+from octoric.ric.e2relay import ENV as RELAY_ENV
+from octoric.ric.e2relay import E2Relay, RelayedConnection, RelayStats
 from octoric.ric.rmr_endpoint import RmrEndpoint, RmrMessage
 from octoric.ric.sdl import Sdl
 
@@ -125,6 +127,9 @@ class E2term:
         self._trace = LatencyTrace("e2term_in")  # benchmarks only (OCTORIC_LATENCY_TRACE)
         self._tasks: list[asyncio.Task[None]] = []
         self._duplicate_logged: set[int] = set()  # connections whose refusal was logged
+        # the native relay (ric/e2relay.py): set-up nodes' indications without the interpreter
+        self._relay: E2Relay | None = None
+        self._relayed: dict[int, tuple[NodeSession, RelayStats | None]] = {}  # cid -> last read
 
     # --- lifecycle --------------------------------------------------------------------------
     async def start(self) -> None:
@@ -139,6 +144,12 @@ class E2term:
         self.cfg.e2_port = self._server.port
         self._tasks.append(asyncio.create_task(self._rmr_loop()))
         self._tasks.append(asyncio.create_task(self._expire_controls()))
+        ctx = getattr(self.rmr, "ctx", None)
+        if ctx is not None:
+            self._relay = E2Relay.create(ctx, mt.RIC_INDICATION)
+            if self._relay is not None:
+                self._tasks.append(asyncio.create_task(self._relay_stats_loop()))
+                log.info("native indication relay on (%s=0 turns it off)", RELAY_ENV)
         log.info("E2 on %s:%d (%s)", self.cfg.host, self.cfg.e2_port, self.cfg.transport)
 
     async def stop(self) -> None:
@@ -167,6 +178,12 @@ class E2term:
             session = await self._setup_phase(conn)
             if session is None:
                 return
+            if self._relay is not None:
+                conn = session.conn = await self._relay.adopt(
+                    conn, session.meid, self.cfg.read_timeout_s
+                )
+                if isinstance(conn, RelayedConnection):
+                    self._relayed[conn.cid] = (session, None)
             while True:
                 pdu = await conn.recv()
                 session.last_rx = time.monotonic()
@@ -186,6 +203,31 @@ class E2term:
             conn.close()
             if session is not None and self.sessions.get(session.meid) is session:
                 await self._node_lost(session, orderly)
+
+    async def _relay_stats_loop(self) -> None:
+        """The native relay's counters and latencies into e2term's own, every 0.25 s."""
+        while True:
+            await asyncio.sleep(0.25)
+            self.pull_relay_stats()
+
+    def pull_relay_stats(self) -> None:
+        if self._relay is None:
+            return
+        for cid, (session, last) in list(self._relayed.items()):
+            st = self._relay.stats(cid)
+            prev = last or RelayStats(0, 0, 0, 0, 0, 0, 0.0, True, [])
+            self.stats.indications += st.indications - prev.indications
+            c = self.rmr.counters
+            c.sent += st.sent - prev.sent
+            c.send_failures += st.send_failures - prev.send_failures
+            c.waited += st.waited - prev.waited
+            c.gave_up += st.gave_up - prev.gave_up
+            self.stats.forward_latency_us.extend(st.latencies_us)
+            session.last_rx = max(session.last_rx, st.last_rx)
+            if st.running:
+                self._relayed[cid] = (session, st)
+            else:
+                del self._relayed[cid]
 
     async def _setup_phase(self, conn: E2Connection) -> NodeSession | None:
         """PDUs up to a successful E2 Setup, within ``setup_timeout_s``; None: timed out."""

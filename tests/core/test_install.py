@@ -61,7 +61,8 @@ import octoric
 names, failed = [], {}
 for m in pkgutil.walk_packages(octoric.__path__, "octoric."):
     native = ("octoric.rmr.librmr_si", "octoric.e2sm.libocto_e2sm",
-              "octoric.sim.realue.libocto_realue", "octoric.xapps.occ.libocto_occ")
+              "octoric.sim.realue.libocto_realue", "octoric.xapps.occ.libocto_occ",
+              "octoric.ric.libocto_e2relay")
     if m.name.endswith("__main__") or m.name in native:
         continue  # a program, and the native libraries (C ABI, not Python modules)
     names.append(m.name)
@@ -73,10 +74,12 @@ dev = [p for p in ("pytest", "hypothesis", "mypy", "ruff") if importlib.util.fin
 from octoric.e2sm import native
 from octoric.sim.realue import release
 from octoric.xapps.occ import native as occ_native
+from octoric.ric import e2relay
 print(json.dumps({"modules": names, "failed": failed, "dev_installed": dev,
                   "file": octoric.__file__, "e2sm_lib": str(native.library_path()),
                   "realue_lib": str(release.library_path()),
-                  "occ_lib": str(occ_native.library_path()), "occ_native": occ_native.available()}))
+                  "occ_lib": str(occ_native.library_path()), "occ_native": occ_native.available(),
+                  "relay_lib": str(e2relay.library_path())}))
 """
 
 
@@ -108,7 +111,8 @@ def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> WheelVenv:
     build_env = {**os.environ, "OCTORIC_RMR_LIB": str(LIB),
                  "OCTORIC_E2SM_LIB": str(LIB.with_name("libocto_e2sm.so")),
                  "OCTORIC_REALUE_LIB": str(LIB.with_name("libocto_realue.so")),
-                 "OCTORIC_OCC_LIB": str(LIB.with_name("libocto_occ.so"))}  # fmt: skip
+                 "OCTORIC_OCC_LIB": str(LIB.with_name("libocto_occ.so")),
+                 "OCTORIC_E2RELAY_LIB": str(LIB.with_name("libocto_e2relay.so"))}  # fmt: skip
     r = subprocess.run(
         # this venv's pinned setuptools (make setup) builds it: no isolated build env to fill
         [sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "--no-deps",
@@ -135,7 +139,7 @@ def test_wheel_carries_the_native_libraries_and_the_startup_hooks(wheel_venv: Wh
     names = set(zipfile.ZipFile(wheel_venv.wheel).namelist())
     for lib in ("octoric/rmr/librmr_si.so", "octoric/e2sm/libocto_e2sm.so",
                 "octoric/sim/realue/libocto_realue.so",
-                "octoric/xapps/occ/libocto_occ.so"):  # fmt: skip
+                "octoric/xapps/occ/libocto_occ.so", "octoric/ric/libocto_e2relay.so"):  # fmt: skip
         assert lib in names, f"{lib} is not in {wheel_venv.wheel.name}"
     # at the wheel's root, so pip puts them into site-packages, where `site` reads them
     assert {"octoric_rmr_preload.pth", "octoric_redis_login.pth"} <= names
@@ -155,6 +159,7 @@ def test_production_install_imports_every_module(wheel_venv: WheelVenv) -> None:
     assert str(venv) in out["e2sm_lib"], out  # the wheel's native KPM decoder is the one found
     assert str(venv) in out["realue_lib"], out  # and the real-UE path's release thread
     assert str(venv) in out["occ_lib"] and out["occ_native"], out  # and OCC's native path
+    assert str(venv) in out["relay_lib"], out  # and e2term's native relay
     assert out["failed"] == {}, out["failed"]
     assert out["dev_installed"] == []
     mods = set(out["modules"])

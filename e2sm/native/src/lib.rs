@@ -644,6 +644,27 @@ pub unsafe extern "C" fn octo_kpm_f3_fetch(
     })
 }
 
+/// `ricind::request_id` (e2term's native relay reads it): 0 with `out` = [requestor, instance];
+/// 1: not a RIC indication this reader takes (e2term's Python path decides); 2: bad arguments.
+///
+/// # Safety
+/// `pdu` must point to `len` readable bytes, `out` to 2 writable u32.
+#[no_mangle]
+pub unsafe extern "C" fn octo_ric_request_id(pdu: *const u8, len: usize, out: *mut u32) -> i32 {
+    if pdu.is_null() || out.is_null() {
+        return 2;
+    }
+    let data = std::slice::from_raw_parts(pdu, len);
+    match std::panic::catch_unwind(|| ricind::request_id(data)) {
+        Ok(Ok((r, i))) => {
+            *out = r as u32;
+            *out.add(1) = i as u32;
+            0
+        }
+        _ => 1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

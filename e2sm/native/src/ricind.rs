@@ -136,3 +136,61 @@ pub fn parse(pdu: &[u8]) -> Result<(Indication, Vec<u8>), Fallback> {
         message,
     ))
 }
+
+/// The RICrequestID (requestor, instance) of a RIC indication, reading no more of it than
+/// e2term's relay needs (`envelope.py`'s `request_id`): initiating message, procedure 5, the IE
+/// list walked for IE 29. Anything else (another PDU, a malformed one) is a `Fallback`: e2term's
+/// Python path takes it and answers as it does.
+pub fn request_id(pdu: &[u8]) -> Result<(u16, u16), Fallback> {
+    if pdu.len() < 4 || pdu.len() > MAX_PDU {
+        return Err(Fallback);
+    }
+    if pdu[0] & 0x80 != 0 || (pdu[0] >> 5) & 0x03 != 0 || pdu[1] != PROC_RIC_INDICATION {
+        return Err(Fallback);
+    }
+    if pdu[2] >> 6 > 2 {
+        return Err(Fallback);
+    }
+    let (value, end) = octets_at(pdu, 3)?;
+    if end != pdu.len() || value.len() < 3 || value[0] & 0x80 != 0 {
+        return Err(Fallback);
+    }
+    let count = ((value[1] as usize) << 8) | value[2] as usize;
+    let mut pos = 3;
+    let mut found = None;
+    for _ in 0..count {
+        if pos + 3 > value.len() {
+            return Err(Fallback);
+        }
+        let id = ((value[pos] as u16) << 8) | value[pos + 1] as u16;
+        if value[pos + 2] >> 6 > 2 {
+            return Err(Fallback);
+        }
+        let (v, next) = octets_at(&value, pos + 3)?;
+        pos = next;
+        if id == IE_REQUEST_ID && found.is_none() {
+            if v.len() != 5 || v[0] != 0 {
+                return Err(Fallback);
+            }
+            found = Some((
+                ((v[1] as u16) << 8) | v[2] as u16,
+                ((v[3] as u16) << 8) | v[4] as u16,
+            ));
+        }
+    }
+    if pos != value.len() {
+        return Err(Fallback);
+    }
+    found.ok_or(Fallback)
+}
+
+#[cfg(test)]
+mod request_id_tests {
+    use super::*;
+
+    #[test]
+    fn not_an_indication_falls_back() {
+        assert!(request_id(&[0x00, 0x01, 0x00, 0x00]).is_err());
+        assert!(request_id(&[]).is_err());
+    }
+}
