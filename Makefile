@@ -81,6 +81,7 @@ REALUE_CRATE := sim/realue/native/Cargo.toml
 OCC_CRATE := xapps/occ/native/Cargo.toml
 LOADGEN_CRATE := experiments/native/Cargo.toml
 RELAY_CRATE := ric/native/Cargo.toml
+RMR_CLIENT_CRATE := rmr/client/Cargo.toml
 native:
 	@# install, then rename: a running process keeps the library it mapped (an in-place copy
 	@# would change the pages under it)
@@ -202,16 +203,16 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
-	@for c in $(RMR_CRATE) $(E2SM_CRATE) $(REALUE_CRATE) $(OCC_CRATE) $(LOADGEN_CRATE) $(RELAY_CRATE); do if [ -f $$c ]; then \
+	@for c in $(RMR_CRATE) $(E2SM_CRATE) $(REALUE_CRATE) $(OCC_CRATE) $(LOADGEN_CRATE) $(RELAY_CRATE) $(RMR_CLIENT_CRATE); do if [ -f $$c ]; then \
 	  cargo fmt --manifest-path $$c -- --check && \
 	  cargo clippy -q --manifest-path $$c --all-targets -- -D warnings || exit 1; fi; done
 
 fmt: setup
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
-	@for c in $(RMR_CRATE) $(E2SM_CRATE) $(REALUE_CRATE) $(OCC_CRATE) $(LOADGEN_CRATE) $(RELAY_CRATE); do if [ -f $$c ]; then cargo fmt --manifest-path $$c; fi; done
+	@for c in $(RMR_CRATE) $(E2SM_CRATE) $(REALUE_CRATE) $(OCC_CRATE) $(LOADGEN_CRATE) $(RELAY_CRATE) $(RMR_CLIENT_CRATE); do if [ -f $$c ]; then cargo fmt --manifest-path $$c; fi; done
 
 clean:
 	rm -rf build $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
-	@for c in $(RMR_CRATE) $(E2SM_CRATE) $(REALUE_CRATE) $(OCC_CRATE) $(LOADGEN_CRATE) $(RELAY_CRATE); do if [ -f $$c ]; then cargo clean -q --manifest-path $$c; fi; done
+	@for c in $(RMR_CRATE) $(E2SM_CRATE) $(REALUE_CRATE) $(OCC_CRATE) $(LOADGEN_CRATE) $(RELAY_CRATE) $(RMR_CLIENT_CRATE); do if [ -f $$c ]; then cargo clean -q --manifest-path $$c; fi; done
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -31,49 +31,24 @@ from setuptools.dist import Distribution
 ROOT = Path(__file__).resolve().parent
 
 
-def _librmr() -> Path:
-    given = os.environ.get("OCTORIC_RMR_LIB")
+def _native(env: str, crate: str, lib: str) -> Path:
+    """``$env`` when set (a library already built), else ``cargo build`` of ``crate``."""
+    given = os.environ.get(env)
     if given:
         return Path(given)
-    crate = ROOT / "rmr" / "Cargo.toml"
-    subprocess.run(["cargo", "build", "--release", "--manifest-path", str(crate)], check=True)
-    return ROOT / "rmr" / "target" / "release" / "librmr_si.so"
+    manifest = ROOT / crate / "Cargo.toml"
+    subprocess.run(["cargo", "build", "--release", "--manifest-path", str(manifest)], check=True)
+    return ROOT / crate / "target" / "release" / lib
 
 
-def _libe2sm() -> Path:
-    given = os.environ.get("OCTORIC_E2SM_LIB")
-    if given:
-        return Path(given)
-    crate = ROOT / "e2sm" / "native" / "Cargo.toml"
-    subprocess.run(["cargo", "build", "--release", "--manifest-path", str(crate)], check=True)
-    return ROOT / "e2sm" / "native" / "target" / "release" / "libocto_e2sm.so"
-
-
-def _librealue() -> Path:
-    given = os.environ.get("OCTORIC_REALUE_LIB")
-    if given:
-        return Path(given)
-    crate = ROOT / "sim" / "realue" / "native" / "Cargo.toml"
-    subprocess.run(["cargo", "build", "--release", "--manifest-path", str(crate)], check=True)
-    return ROOT / "sim" / "realue" / "native" / "target" / "release" / "libocto_realue.so"
-
-
-def _libocc() -> Path:
-    given = os.environ.get("OCTORIC_OCC_LIB")
-    if given:
-        return Path(given)
-    crate = ROOT / "xapps" / "occ" / "native" / "Cargo.toml"
-    subprocess.run(["cargo", "build", "--release", "--manifest-path", str(crate)], check=True)
-    return ROOT / "xapps" / "occ" / "native" / "target" / "release" / "libocto_occ.so"
-
-
-def _librelay() -> Path:
-    given = os.environ.get("OCTORIC_E2RELAY_LIB")
-    if given:
-        return Path(given)
-    crate = ROOT / "ric" / "native" / "Cargo.toml"
-    subprocess.run(["cargo", "build", "--release", "--manifest-path", str(crate)], check=True)
-    return ROOT / "ric" / "native" / "target" / "release" / "libocto_e2relay.so"
+# (environment variable, crate, library, where it goes in the wheel)
+NATIVE = (
+    ("OCTORIC_RMR_LIB", "rmr", "librmr_si.so", "octoric/rmr"),
+    ("OCTORIC_E2SM_LIB", "e2sm/native", "libocto_e2sm.so", "octoric/e2sm"),
+    ("OCTORIC_REALUE_LIB", "sim/realue/native", "libocto_realue.so", "octoric/sim/realue"),
+    ("OCTORIC_OCC_LIB", "xapps/occ/native", "libocto_occ.so", "octoric/xapps/occ"),
+    ("OCTORIC_E2RELAY_LIB", "ric/native", "libocto_e2relay.so", "octoric/ric"),
+)
 
 
 def _write_site_hooks(root: Path) -> None:
@@ -90,14 +65,8 @@ class BuildPyWithRmr(build_py):
         super().run()
         if getattr(self, "editable_mode", False):
             return
-        dst = Path(self.build_lib) / "octoric" / "rmr" / "librmr_si.so"
-        shutil.copy2(_librmr(), dst)
-        shutil.copy2(_libe2sm(), Path(self.build_lib) / "octoric" / "e2sm" / "libocto_e2sm.so")
-        realue = Path(self.build_lib) / "octoric" / "sim" / "realue" / "libocto_realue.so"
-        shutil.copy2(_librealue(), realue)
-        occ = Path(self.build_lib) / "octoric" / "xapps" / "occ" / "libocto_occ.so"
-        shutil.copy2(_libocc(), occ)
-        shutil.copy2(_librelay(), Path(self.build_lib) / "octoric" / "ric" / "libocto_e2relay.so")
+        for env, crate, lib, where in NATIVE:
+            shutil.copy2(_native(env, crate, lib), Path(self.build_lib) / where / lib)
         _write_site_hooks(Path(self.build_lib))  # beside the packages: site-packages' root
 
 

@@ -8,12 +8,12 @@ the generic decoder). ``make setup`` builds ``libocto_e2sm.so`` into ``build/lib
 from __future__ import annotations
 
 import ctypes
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from octoric import native_lib
 from octoric.e2sm.common import Guami, UeId
 from octoric.e2sm.fastpath import FastFormat3Decoder, check_input
 from octoric.e2sm.kpm_series import KpmColumns, UeSeries
@@ -36,18 +36,9 @@ class NativeIndication:
     collect_start: float  # the KPM header's colletStartTime, unix seconds
 
 
-_REPO = Path(__file__).resolve().parent.parent
-
-
 def library_path() -> Path | None:
     """``$OCTORIC_E2SM_LIB``, ``$OCTORIC_LIB_DIR``, ``<repo>/build/lib``, then beside this file."""
-    cands = []
-    if os.environ.get("OCTORIC_E2SM_LIB"):
-        cands.append(Path(os.environ["OCTORIC_E2SM_LIB"]))
-    if os.environ.get("OCTORIC_LIB_DIR"):
-        cands.append(Path(os.environ["OCTORIC_LIB_DIR"]) / LIB_NAME)
-    cands += [_REPO / "build" / "lib" / LIB_NAME, Path(__file__).resolve().parent / LIB_NAME]
-    return next((p for p in cands if p.is_file()), None)
+    return native_lib.find(LIB_NAME, __file__, "OCTORIC_E2SM_LIB")
 
 
 _LIB: ctypes.CDLL | None = None

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from octoric import native_lib
 from octoric.e2sm.transport import (
     E2Connection,
     E2ReadTimeout,
@@ -35,7 +36,6 @@ from octoric.e2sm.transport import (
 log = logging.getLogger("ric.e2relay")
 ENV = "OCTORIC_E2TERM_NATIVE"
 LIB_NAME = "libocto_e2relay.so"
-_REPO = Path(__file__).resolve().parents[1]
 END_EOF, END_FRAMING, END_TIMEOUT, END_IO = 0, 1, 2, 3
 TRAILER = 0xFFFFFFFF
 _P, _I = ctypes.c_void_p, ctypes.c_int
@@ -43,11 +43,9 @@ LAT_CAP = 65536
 
 
 def library_path() -> Path | None:
-    cands = []
-    if os.environ.get("OCTORIC_LIB_DIR"):
-        cands.append(Path(os.environ["OCTORIC_LIB_DIR"]) / LIB_NAME)
-    cands += [_REPO / "build" / "lib" / LIB_NAME, Path(__file__).resolve().parent / LIB_NAME]
-    return next((p for p in cands if p.is_file()), None)
+    """``$OCTORIC_E2RELAY_LIB``, ``$OCTORIC_LIB_DIR``, ``<repo>/build/lib``, then beside this
+    file."""
+    return native_lib.find(LIB_NAME, __file__, "OCTORIC_E2RELAY_LIB")
 
 
 def _lib() -> ctypes.CDLL | None:

@@ -208,7 +208,11 @@ class E2term:
         """The native relay's counters and latencies into e2term's own, every 0.25 s."""
         while True:
             await asyncio.sleep(0.25)
-            self.pull_relay_stats()
+            try:
+                self.pull_relay_stats()
+            except Exception:  # the counters must outlive one bad read
+                self.stats.errors["relay_stats"] += 1
+                log.exception("reading the native relay's counters failed")
 
     def pull_relay_stats(self) -> None:
         if self._relay is None:
@@ -222,7 +226,8 @@ class E2term:
             c.send_failures += st.send_failures - prev.send_failures
             c.waited += st.waited - prev.waited
             c.gave_up += st.gave_up - prev.gave_up
-            self.stats.forward_latency_us.extend(st.latencies_us)
+            for v in st.latencies_us:  # append: the metrics' histogram counts each one
+                self.stats.forward_latency_us.append(v)
             session.last_rx = max(session.last_rx, st.last_rx)
             if st.running:
                 self._relayed[cid] = (session, st)

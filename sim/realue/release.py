@@ -18,8 +18,9 @@ from typing import Protocol
 
 import numpy as np
 
+from octoric import native_lib
+
 LIB_NAME = "libocto_realue.so"
-_REPO = Path(__file__).resolve().parents[2]
 _DRAIN = 65536
 
 
@@ -44,11 +45,7 @@ class Release(Protocol):
 
 def library_path() -> Path | None:
     """``$OCTORIC_LIB_DIR``, ``<repo>/build/lib``, then beside this file."""
-    cands = []
-    if os.environ.get("OCTORIC_LIB_DIR"):
-        cands.append(Path(os.environ["OCTORIC_LIB_DIR"]) / LIB_NAME)
-    cands += [_REPO / "build" / "lib" / LIB_NAME, Path(__file__).resolve().parent / LIB_NAME]
-    return next((p for p in cands if p.is_file()), None)
+    return native_lib.find(LIB_NAME, __file__)
 
 
 class NativeRelease:

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from octoric import native_lib
 from octoric.contracts.schemas import ABW_SCHEMA, VERSION
 from octoric.e2sm import kpm
 from octoric.xapps.occ import kernel as K
@@ -45,7 +46,6 @@ from octoric.xapps.occ.metrics import BLOCK_ROWS, build_block, carry_mcs, check_
 log = logging.getLogger("xapps.occ.native")
 ENV = "OCTORIC_OCC_NATIVE"
 LIB_NAME = "libocto_occ.so"
-_REPO = Path(__file__).resolve().parents[2]
 LATENCY_CAP = 65536  # latencies taken per call (the rest counted, not kept)
 
 _c = ctypes
@@ -96,13 +96,7 @@ _LIB_TRIED = False
 def library_path() -> Path | None:
     """``$OCTORIC_OCC_LIB``, ``$OCTORIC_LIB_DIR``, ``<repo>/build/lib`` (``make setup`` builds it
     there), then beside this file (the wheel carries it there)."""
-    cands = []
-    if os.environ.get("OCTORIC_OCC_LIB"):
-        cands.append(Path(os.environ["OCTORIC_OCC_LIB"]))
-    if os.environ.get("OCTORIC_LIB_DIR"):
-        cands.append(Path(os.environ["OCTORIC_LIB_DIR"]) / LIB_NAME)
-    cands += [_REPO / "build" / "lib" / LIB_NAME, Path(__file__).resolve().parent / LIB_NAME]
-    return next((p for p in cands if p.is_file()), None)
+    return native_lib.find(LIB_NAME, __file__, "OCTORIC_OCC_LIB")
 
 
 def _lib() -> ctypes.CDLL | None:

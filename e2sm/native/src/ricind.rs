@@ -50,33 +50,9 @@ fn octet_string(v: &[u8]) -> Result<Cow<'_, [u8]>, Fallback> {
 
 /// The envelope of `pdu` and its indication message (borrowed when it came in one piece).
 pub fn parse(pdu: &[u8]) -> Result<(Indication, Vec<u8>), Fallback> {
-    if pdu.len() < 4 || pdu.len() > MAX_PDU {
-        return Err(Fallback);
-    }
-    // E2AP-PDU: CHOICE ext bit 0, index 0 (initiatingMessage); procedure; criticality <= 2
-    if pdu[0] & 0x80 != 0 || (pdu[0] >> 5) & 0x03 != 0 || pdu[1] != PROC_RIC_INDICATION {
-        return Err(Fallback);
-    }
-    if pdu[2] >> 6 > 2 {
-        return Err(Fallback);
-    }
-    let (value, end) = octets_at(pdu, 3)?;
-    if end != pdu.len() || value.len() < 3 || value[0] & 0x80 != 0 {
-        return Err(Fallback);
-    }
-    let count = ((value[1] as usize) << 8) | value[2] as usize;
-    let mut pos = 3;
+    let value = ies_of(pdu)?;
     let mut ies: [Option<Cow<'_, [u8]>>; 8] = Default::default();
-    for _ in 0..count {
-        if pos + 3 > value.len() {
-            return Err(Fallback);
-        }
-        let id = ((value[pos] as u16) << 8) | value[pos + 1] as u16;
-        if value[pos + 2] >> 6 > 2 {
-            return Err(Fallback);
-        }
-        let (v, next) = octets_at(&value, pos + 3)?;
-        pos = next;
+    for_each_ie(&value, |id, v| {
         let slot = match id {
             IE_REQUEST_ID => 0,
             IE_RAN_FUNCTION_ID => 1,
@@ -91,10 +67,8 @@ pub fn parse(pdu: &[u8]) -> Result<(Indication, Vec<u8>), Fallback> {
         if ies[slot].is_none() {
             ies[slot] = Some(v); // a repeated IE: the first counts
         }
-    }
-    if pos != value.len() {
-        return Err(Fallback);
-    }
+        Ok(())
+    })?;
     let get = |i: usize| ies[i].as_deref().ok_or(Fallback);
     let rid = get(0)?;
     if rid.len() != 5 || rid[0] != 0 {
@@ -142,9 +116,30 @@ pub fn parse(pdu: &[u8]) -> Result<(Indication, Vec<u8>), Fallback> {
 /// list walked for IE 29. Anything else (another PDU, a malformed one) is a `Fallback`: e2term's
 /// Python path takes it and answers as it does.
 pub fn request_id(pdu: &[u8]) -> Result<(u16, u16), Fallback> {
+    let value = ies_of(pdu)?;
+    let mut found = None;
+    for_each_ie(&value, |id, v| {
+        if id == IE_REQUEST_ID && found.is_none() {
+            if v.len() != 5 || v[0] != 0 {
+                return Err(Fallback);
+            }
+            found = Some((
+                ((v[1] as u16) << 8) | v[2] as u16,
+                ((v[3] as u16) << 8) | v[4] as u16,
+            ));
+        }
+        Ok(())
+    })?;
+    found.ok_or(Fallback)
+}
+
+/// The protocol-IE container of a RIC indication (initiating message, procedure 5,
+/// criticality <= 2, one whole open type), or a `Fallback`.
+fn ies_of(pdu: &[u8]) -> Result<Cow<'_, [u8]>, Fallback> {
     if pdu.len() < 4 || pdu.len() > MAX_PDU {
         return Err(Fallback);
     }
+    // E2AP-PDU: CHOICE ext bit 0, index 0 (initiatingMessage); procedure; criticality <= 2
     if pdu[0] & 0x80 != 0 || (pdu[0] >> 5) & 0x03 != 0 || pdu[1] != PROC_RIC_INDICATION {
         return Err(Fallback);
     }
@@ -155,9 +150,16 @@ pub fn request_id(pdu: &[u8]) -> Result<(u16, u16), Fallback> {
     if end != pdu.len() || value.len() < 3 || value[0] & 0x80 != 0 {
         return Err(Fallback);
     }
+    Ok(value)
+}
+
+/// Each IE of the container, in order: `f(id, value)`; the container must be used up.
+fn for_each_ie<'a>(
+    value: &'a [u8],
+    mut f: impl FnMut(u16, Cow<'a, [u8]>) -> Result<(), Fallback>,
+) -> Result<(), Fallback> {
     let count = ((value[1] as usize) << 8) | value[2] as usize;
     let mut pos = 3;
-    let mut found = None;
     for _ in 0..count {
         if pos + 3 > value.len() {
             return Err(Fallback);
@@ -166,22 +168,14 @@ pub fn request_id(pdu: &[u8]) -> Result<(u16, u16), Fallback> {
         if value[pos + 2] >> 6 > 2 {
             return Err(Fallback);
         }
-        let (v, next) = octets_at(&value, pos + 3)?;
+        let (v, next) = octets_at(value, pos + 3)?;
         pos = next;
-        if id == IE_REQUEST_ID && found.is_none() {
-            if v.len() != 5 || v[0] != 0 {
-                return Err(Fallback);
-            }
-            found = Some((
-                ((v[1] as u16) << 8) | v[2] as u16,
-                ((v[3] as u16) << 8) | v[4] as u16,
-            ));
-        }
+        f(id, v)?;
     }
     if pos != value.len() {
         return Err(Fallback);
     }
-    found.ok_or(Fallback)
+    Ok(())
 }
 
 #[cfg(test)]

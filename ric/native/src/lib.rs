@@ -13,42 +13,20 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+pub use octo_rmr_client::monotonic_ns;
+use octo_rmr_client::{AllocFn, FreeFn, MeidFn, Outcome, Retry, SendFn, Sender};
+
 const MAX_PDU: usize = 1 << 20; // e2sm/transport.py MAX_PDU
 pub const END_EOF: u8 = 0;
 pub const END_FRAMING: u8 = 1;
 pub const END_TIMEOUT: u8 = 2;
 pub const END_IO: u8 = 3;
-const RMR_OK: c_int = 0;
-const RMR_ERR_RETRY: c_int = 10;
-
-#[repr(C)]
-pub struct RmrMbuf {
-    pub state: c_int,
-    pub mtype: c_int,
-    pub len: c_int,
-    pub payload: *mut u8,
-    pub xaction: *mut u8,
-    pub sub_id: c_int,
-    pub tp_state: c_int,
-}
-pub type AllocFn = unsafe extern "C" fn(*mut c_void, c_int) -> *mut RmrMbuf;
-pub type SendFn = unsafe extern "C" fn(*mut c_void, *mut RmrMbuf) -> *mut RmrMbuf;
-pub type FreeFn = unsafe extern "C" fn(*mut RmrMbuf);
-pub type MeidFn = unsafe extern "C" fn(*mut RmrMbuf, *const u8, c_int) -> c_int;
-
+/// RMR on e2term's context, and how long a full xApp is waited out.
 struct Rmr {
-    ctx: *mut c_void,
-    alloc: AllocFn,
-    send: SendFn,
-    free: FreeFn,
-    meid: MeidFn,
+    sender: Sender,
     mtype: c_int,
-    patience_ns: u64,
-    lock: Mutex<()>, // one send at a time on the context, as RmrEndpoint's _send_lock
+    patience: std::time::Duration,
 }
-// SAFETY: RMR's context is made for several threads; sends are serialized by `lock`
-unsafe impl Send for Rmr {}
-unsafe impl Sync for Rmr {}
 
 /// Counters of one relayed connection (read by Python).
 #[derive(Default)]
@@ -75,16 +53,6 @@ pub struct Conn {
 pub struct Relay {
     rmr: Arc<Rmr>,
     conns: Mutex<Vec<Option<Conn>>>,
-}
-
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out-pointer
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Read exactly `buf.len()` octets from a (maybe non-blocking) socket; `first`: the octets
@@ -172,41 +140,31 @@ fn write_all(fd: c_int, mut buf: &[u8]) -> bool {
 }
 
 impl Rmr {
-    /// Send one indication; waits out RMR_ERR_RETRY up to `patience_ns` (send_patiently).
+    /// Send one indication, waiting out a full peer up to the patience (send_patiently).
     fn send(&self, pdu: &[u8], sub_id: c_int, meid: &[u8], st: &Stats) -> bool {
-        let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        let deadline = monotonic_ns() + self.patience_ns;
-        // SAFETY: RMR's own functions on its context and buffers
-        unsafe {
-            loop {
-                let m = (self.alloc)(self.ctx, pdu.len().max(1) as c_int);
-                if m.is_null() {
-                    st.send_failures.fetch_add(1, Ordering::Relaxed);
-                    return false;
-                }
-                std::ptr::copy_nonoverlapping(pdu.as_ptr(), (*m).payload, pdu.len());
-                (*m).len = pdu.len() as c_int;
-                (*m).mtype = self.mtype;
-                (*m).sub_id = sub_id;
-                (self.meid)(m, meid.as_ptr(), meid.len() as c_int);
-                let m = (self.send)(self.ctx, m);
-                let state = if m.is_null() { -1 } else { (*m).state };
-                if !m.is_null() {
-                    (self.free)(m);
-                }
-                if state == RMR_OK {
-                    st.sent.fetch_add(1, Ordering::Relaxed);
-                    return true;
-                }
-                if state != RMR_ERR_RETRY || monotonic_ns() > deadline {
-                    if state == RMR_ERR_RETRY {
-                        st.gave_up.fetch_add(1, Ordering::Relaxed);
-                    }
-                    st.send_failures.fetch_add(1, Ordering::Relaxed);
-                    return false;
-                }
-                st.waited.fetch_add(1, Ordering::Relaxed);
-                std::thread::sleep(std::time::Duration::from_millis(1));
+        let mut waited = 0;
+        let out = self.sender.send(
+            pdu,
+            self.mtype,
+            sub_id,
+            meid,
+            Retry::For(self.patience),
+            &mut waited,
+        );
+        st.waited.fetch_add(waited, Ordering::Relaxed);
+        match out {
+            Outcome::Sent => {
+                st.sent.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+            Outcome::GaveUp => {
+                st.gave_up.fetch_add(1, Ordering::Relaxed);
+                st.send_failures.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+            Outcome::NoRoute | Outcome::Failed => {
+                st.send_failures.fetch_add(1, Ordering::Relaxed);
+                false
             }
         }
     }
@@ -316,14 +274,9 @@ pub unsafe extern "C" fn e2relay_new(
     patience_ms: u64,
 ) -> *mut Relay {
     let rmr = Rmr {
-        ctx,
-        alloc,
-        send,
-        free,
-        meid,
+        sender: Sender::new(ctx, alloc, send, free, meid),
         mtype,
-        patience_ns: patience_ms * 1_000_000,
-        lock: Mutex::new(()),
+        patience: std::time::Duration::from_millis(patience_ms),
     };
     Box::into_raw(Box::new(Relay {
         rmr: Arc::new(rmr),

@@ -355,28 +355,10 @@ impl Fast {
             self.taken.reports_skipped_no_route += 1;
             return;
         }
-        let mut s = std::mem::take(&mut self.json);
-        if let Some(c) = self.captured.as_mut() {
-            encode_report(
-                &mut s,
-                &self.cfg,
-                out,
-                &self.ids,
-                &self.guamis,
-                meid,
-                sub_id,
-                sn,
-                g,
-                at,
-            );
-            c.push(s.as_bytes().to_vec());
-            self.json = s;
+        if self.captured.is_none() && self.reporter.is_none() {
             return;
         }
-        let Some(mut send) = self.reporter.take() else {
-            self.json = s;
-            return;
-        };
+        let mut s = std::mem::take(&mut self.json);
         encode_report(
             &mut s,
             &self.cfg,
@@ -389,6 +371,15 @@ impl Fast {
             g,
             at,
         );
+        if let Some(c) = self.captured.as_mut() {
+            c.push(s.as_bytes().to_vec());
+            self.json = s;
+            return;
+        }
+        let Some(mut send) = self.reporter.take() else {
+            self.json = s;
+            return;
+        };
         match send(s.as_bytes(), meid, sub_id) {
             ReportSent::Ok => self.taken.reports_sent += 1,
             ReportSent::NoRoute => {

@@ -6,6 +6,7 @@ use crate::engine::{Engine, Out};
 use crate::fast::{Config, Fast, ReportSent};
 use crate::feedback::{Feedback, Flow, Format, Target};
 use crate::kernel as K;
+use octo_rmr_client::{AllocFn, FreeFn, MeidFn, Outcome, Retry, SendFn, Sender};
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::net::{IpAddr, SocketAddr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -149,31 +150,6 @@ pub unsafe extern "C" fn occ_configure(
 
 // ---- RMR: the receive thread's tap and the 30500 sends --------------------------------------
 
-/// RMR 4.9's public message buffer (`rmr_mbuf_t`), the fields this code touches.
-#[repr(C)]
-pub struct RmrMbuf {
-    pub state: c_int,
-    pub mtype: c_int,
-    pub len: c_int,
-    pub payload: *mut u8,
-    pub xaction: *mut u8,
-    pub sub_id: c_int,
-    pub tp_state: c_int,
-}
-
-pub type AllocFn = unsafe extern "C" fn(*mut c_void, c_int) -> *mut RmrMbuf;
-pub type SendFn = unsafe extern "C" fn(*mut c_void, *mut RmrMbuf) -> *mut RmrMbuf;
-pub type FreeFn = unsafe extern "C" fn(*mut RmrMbuf);
-pub type MeidFn = unsafe extern "C" fn(*mut RmrMbuf, *const u8, c_int) -> c_int;
-
-const RMR_OK: c_int = 0;
-const RMR_ERR_NOENDPT: c_int = 2;
-const RMR_ERR_RETRY: c_int = 10;
-
-struct Ctx(*mut c_void);
-// SAFETY: RMR's context is made for use from several threads (its send path locks)
-unsafe impl Send for Ctx {}
-
 /// The 30500 reports go out through RMR's C API on `ctx` (the xApp's own context): the
 /// functions of the library the xApp loaded, passed by address.
 ///
@@ -191,38 +167,15 @@ pub unsafe extern "C" fn occ_set_reporter(
     retries: c_int,
 ) {
     guard((), || {
-        let c = Ctx(ctx);
+        let sender = Sender::new(ctx, alloc, send, free, bytes2meid);
+        let retry = Retry::Times(retries.max(0) as u32);
         lock(h).reporter = Some(Box::new(move |payload: &[u8], meid: &str, _sub: i32| {
-            let c = &c;
-            // SAFETY: RMR's functions on its own context and buffers (see above)
-            unsafe {
-                let mut m = alloc(c.0, payload.len() as c_int);
-                if m.is_null() {
-                    return ReportSent::Failed;
-                }
-                std::ptr::copy_nonoverlapping(payload.as_ptr(), (*m).payload, payload.len());
-                (*m).len = payload.len() as c_int;
-                (*m).mtype = mtype;
-                (*m).sub_id = -1;
-                bytes2meid(m, meid.as_ptr(), meid.len() as c_int);
-                let mut state = RMR_ERR_RETRY;
-                for attempt in 0..=retries {
-                    m = send(c.0, m);
-                    if m.is_null() {
-                        return ReportSent::Failed;
-                    }
-                    state = (*m).state;
-                    if state != RMR_ERR_RETRY || attempt == retries {
-                        break;
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(1));
-                }
-                free(m);
-                match state {
-                    RMR_OK => ReportSent::Ok,
-                    RMR_ERR_NOENDPT => ReportSent::NoRoute,
-                    _ => ReportSent::Failed,
-                }
+            let mut waited = 0;
+            // one-way publication: sub_id -1, no transaction ID (as the Python path)
+            match sender.send(payload, mtype, -1, meid.as_bytes(), retry, &mut waited) {
+                Outcome::Sent => ReportSent::Ok,
+                Outcome::NoRoute => ReportSent::NoRoute,
+                Outcome::Failed | Outcome::GaveUp => ReportSent::Failed,
             }
         }));
     })
@@ -327,6 +280,33 @@ pub unsafe extern "C" fn occ_handle(
     )
 }
 
+/// An engine result into the caller's arrays (n UEs, g granules: target/b/cp n*g, last
+/// n*N_O, state/ho/outage/fallback n).
+#[allow(clippy::too_many_arguments)]
+unsafe fn copy_out(
+    out: &Out,
+    target: *mut f64,
+    b: *mut f64,
+    cp: *mut f64,
+    last: *mut f64,
+    state: *mut i8,
+    ho: *mut u8,
+    outage: *mut u8,
+    fallback: *mut u8,
+) {
+    let (n, g) = (out.n, out.g);
+    std::ptr::copy_nonoverlapping(out.target.as_ptr(), target, n * g);
+    std::ptr::copy_nonoverlapping(out.b.as_ptr(), b, n * g);
+    std::ptr::copy_nonoverlapping(out.cp.as_ptr(), cp, n * g);
+    std::ptr::copy_nonoverlapping(out.last.as_ptr(), last, n * K::N_O);
+    for i in 0..n {
+        *state.add(i) = out.state[i];
+        *ho.add(i) = out.ho[i] as u8;
+        *outage.add(i) = out.outage[i] as u8;
+        *fallback.add(i) = out.fallback[i] as u8;
+    }
+}
+
 // ---- the engine, for the Python path -----------------------------------------------------------
 
 /// `OccEngine.ingest` of a checked block ((7, n, g) doubles). 0: done, outputs written; 1:
@@ -366,16 +346,7 @@ pub unsafe extern "C" fn occ_ingest(
         let mut f = lock(h);
         match f.engine.ingest(ids, t0, blk, g, &mut out) {
             Ok(()) => {
-                std::slice::from_raw_parts_mut(target, n * g).copy_from_slice(&out.target);
-                std::slice::from_raw_parts_mut(b, n * g).copy_from_slice(&out.b);
-                std::slice::from_raw_parts_mut(cp, n * g).copy_from_slice(&out.cp);
-                std::slice::from_raw_parts_mut(last, n * K::N_O).copy_from_slice(&out.last);
-                for i in 0..n {
-                    *state.add(i) = out.state[i];
-                    *ho.add(i) = out.ho[i] as u8;
-                    *outage.add(i) = out.outage[i] as u8;
-                    *fallback.add(i) = out.fallback[i] as u8;
-                }
+                copy_out(&out, target, b, cp, last, state, ho, outage, fallback);
                 0
             }
             Err(r) => {
@@ -938,15 +909,8 @@ pub unsafe extern "C" fn occ_latest_fetch(
         for i in 0..n {
             *guami.add(i) = l.guamis[i].unwrap_or(0);
             *has_g.add(i) = l.guamis[i].is_some() as u8;
-            *state.add(i) = l.out.state[i];
-            *ho.add(i) = l.out.ho[i] as u8;
-            *outage.add(i) = l.out.outage[i] as u8;
-            *fallback.add(i) = l.out.fallback[i] as u8;
         }
-        std::ptr::copy_nonoverlapping(l.out.target.as_ptr(), target, n * g);
-        std::ptr::copy_nonoverlapping(l.out.b.as_ptr(), b, n * g);
-        std::ptr::copy_nonoverlapping(l.out.cp.as_ptr(), cp, n * g);
-        std::ptr::copy_nonoverlapping(l.out.last.as_ptr(), last, n * K::N_O);
+        copy_out(&l.out, target, b, cp, last, state, ho, outage, fallback);
         std::ptr::copy_nonoverlapping(l.metrics.as_ptr(), metrics, m * n * g);
         *info = l.out.t_ms;
         *info.add(1) = l.t0_ms;

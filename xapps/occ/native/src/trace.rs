@@ -7,25 +7,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 
-#[repr(C)]
-struct Timespec {
-    sec: i64,
-    nsec: i64,
-}
-
-extern "C" {
-    fn clock_gettime(clk: i32, ts: *mut Timespec) -> i32;
-}
-
-const CLOCK_MONOTONIC: i32 = 1;
-
-/// CLOCK_MONOTONIC in ns: the clock every process of the benchmark marks with.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = Timespec { sec: 0, nsec: 0 };
-    // SAFETY: a valid out-pointer
-    unsafe { clock_gettime(CLOCK_MONOTONIC, &mut ts) };
-    ts.sec as u64 * 1_000_000_000 + ts.nsec as u64
-}
+pub use octo_rmr_client::monotonic_ns;
 
 /// zlib's CRC-32 (crc32fast: PCLMULQDQ where the CPU has it; a 20 kB indication in ~1 us).
 pub fn crc32(data: &[u8]) -> u32 {
