@@ -6,16 +6,7 @@
 
 use std::ffi::c_int;
 
-/// CLOCK_MONOTONIC in ns (the clock every process of the benchmark marks with).
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out-pointer
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use octo_rmr_client::monotonic_ns;
 
 fn sleep_until(t_ns: u64) {
     let ts = libc::timespec {
