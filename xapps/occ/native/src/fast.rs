@@ -222,11 +222,13 @@ impl Fast {
         if cols[..nb - 1].iter().any(Option::is_none) {
             return Err("missing_metric"); // a missing measurement (or the degraded mode): Python decides
         }
-        let shown: Vec<(String, usize)> = self
+        // (index in cfg.shown, column) of the shown measurements present
+        let shown: Vec<(usize, usize)> = self
             .cfg
             .shown
             .iter()
-            .filter_map(|n| col(n).map(|c| (n.clone(), c)))
+            .enumerate()
+            .filter_map(|(k, n)| col(n).map(|c| (k, c)))
             .collect();
         let n = p.ues.len();
         // UE keys
@@ -328,19 +330,32 @@ impl Fast {
         self.taken.indications += 1;
         self.taken.ue_samples += plane as u64;
         *self.taken.by_instance.entry(sub_id).or_insert(0) += 1;
-        let l = self.latest.entry(meid.to_string()).or_default();
+        if !self.latest.contains_key(meid) {
+            self.latest.insert(meid.to_string(), Latest::default());
+        }
+        let l = self.latest.get_mut(meid).expect("inserted above");
         l.ues.clone_from(&self.ids);
         l.guamis.clone_from(&self.guamis);
         l.out.clone_from(&out);
         l.t0_ms = t0;
         l.sn = sn;
         l.at = at;
-        l.names.clear();
-        l.names.extend(self.cfg.block_names.iter().cloned());
+        let nb = self.cfg.block_names.len();
+        let same = l.names.len() == nb + shown.len()
+            && shown
+                .iter()
+                .enumerate()
+                .all(|(i, &(k, _))| l.names[nb + i] == self.cfg.shown[k]);
+        if !same {
+            // the node's measurement names: rebuilt only when its shown ones change
+            l.names.clear();
+            l.names.extend(self.cfg.block_names.iter().cloned());
+            l.names
+                .extend(shown.iter().map(|&(k, _)| self.cfg.shown[k].clone()));
+        }
         l.metrics.clear();
         l.metrics.extend_from_slice(&self.blk);
-        for (name, c) in &shown {
-            l.names.push(name.clone());
+        for &(_, c) in &shown {
             for u in &p.ues {
                 l.metrics.extend_from_slice(&u.values[c * g..(c + 1) * g]);
             }
