@@ -317,3 +317,38 @@ def test_real_srsran_indications(name: str) -> None:
     assert [(r.ue, r.target_bps, r.fallback) for r in ra] == [
         (r.ue, r.target_bps, r.fallback) for r in rb
     ]
+
+
+def test_mutated_indications_end_the_same_on_both_paths() -> None:
+    """Bad input: a recorded run's indications with random octets changed or cut off. The
+    native path never crashes, and what it does not decline ends as the Python path ends it:
+    the same estimates and the same rejections (by reason) in both xApps."""
+    import random
+
+    py, nat = _xapps()
+    assert nat.native is not None
+    rng = random.Random(11)
+    keys: set[int] = set()
+    handled = 0
+    for k, (meid, pdu) in enumerate(recorded_run(4)[:300]):
+        b = bytearray(pdu)
+        if k % 3 == 1:
+            for _ in range(rng.randrange(1, 4)):
+                b[rng.randrange(len(b))] = rng.randrange(256)
+        elif k % 3 == 2 and rng.random() < 0.3:
+            b = b[: rng.randrange(4, len(b))]
+        data = bytes(b)
+        msg = RmrMessage(12050, 5, meid, data)
+        py.on_indication(msg)
+        if nat.native.handle(data, meid, 5):
+            handled += 1
+        else:
+            nat.on_indication(msg)
+        keys |= set(py.engine.ue_ids) | set(nat.engine.ue_ids)
+        for u in keys:
+            a, c = py.engine.latest(u), nat.engine.latest(u)
+            assert (a is None) == (c is None), (k, u)
+            if a is not None and c is not None:
+                assert a[1] == c[1] and np.array_equal(a[0], c[0], equal_nan=True), (k, u)
+    assert handled > 50
+    assert py.rejected == nat.rejected and sum(py.rejected.values()) > 10, py.rejected
