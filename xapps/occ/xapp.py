@@ -312,11 +312,14 @@ class OccXapp(XappBase):
     def _on_view(self, old: shards.View | None, new: shards.View) -> None:
         log.info("replica %s: live replicas %s", self.shard_id, ", ".join(new.live))
         self.counters["shard_changes"] += 1
+        records: dict[str, list[UeRecord]] | None = None  # by node, read once per change
         for node in self.shell.rnib_nodes():
             was = old is not None and old.owns(node.meid)
             now = new.owns(node.meid)
             if now and not was:
-                self._take_node(node.meid)
+                if records is None:
+                    records = self._records_by_node()
+                self._take_node(node.meid, records.get(node.meid, []))
             elif was and not now:
                 self._release_node(node.meid)
         if old is not None:
@@ -326,19 +329,23 @@ class OccXapp(XappBase):
                     self._clear_subscriptions_of(d)
         self.node_subs.poke()
 
-    def _take_node(self, meid: str) -> None:
-        """Node ``meid`` is ours now: its UEs resume from the SDL (records and engine
-        checkpoints), and their flows hear the last target at once."""
-        self.sdl.set_json(f"{shards.OWNER}{meid}", {"replica": self.shard_id, "at": time.time()})
+    def _records_by_node(self) -> dict[str, list[UeRecord]]:
+        """The fresh UE records in the SDL, by node (one read for every node taken)."""
         horizon = time.time() - self.engine.config.expire_ms / 1000.0
-        recs = []
+        out: dict[str, list[UeRecord]] = {}
         for d in self.sdl.find_json(persist.UE).values():
             try:
                 rec = UeRecord.from_json(d)
             except (TypeError, KeyError):
                 continue
-            if rec.meid == meid and rec.updated_at >= horizon:
-                recs.append(rec)
+            if rec.updated_at >= horizon:
+                out.setdefault(rec.meid, []).append(rec)
+        return out
+
+    def _take_node(self, meid: str, recs: list[UeRecord]) -> None:
+        """Node ``meid`` is ours now: its UEs (``recs``, their SDL records) resume from the
+        SDL's engine checkpoints, and their flows hear the last target at once."""
+        self.sdl.set_json(f"{shards.OWNER}{meid}", {"replica": self.shard_id, "at": time.time()})
         n_ckpt = 0
         for rec in recs:
             blob = self.sdl.get(f"{persist.CKPT}{rec.ue}")
