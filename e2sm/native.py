@@ -60,16 +60,7 @@ def _lib() -> ctypes.CDLL | None:
     a function: the Python fast path then, until make setup rebuilds it)."""
     global _LIB
     if _LIB is None:
-        path = library_path()
-        if path is None:
-            return None
-        lib = ctypes.CDLL(str(path))
-        if not all(hasattr(lib, name) for name, _, _ in _SIGNATURES):
-            return None
-        for name, args, res in _SIGNATURES:
-            fn = getattr(lib, name)
-            fn.argtypes, fn.restype = args, res
-        _LIB = lib
+        _LIB = native_lib.load(library_path(), _SIGNATURES)
     return _LIB
 
 

@@ -37,7 +37,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -303,17 +303,27 @@ class NodeSubscriptions:
         delete them at submgr."""
         with self._lock:
             adopted = {s.subscription_id for s in self.subs.values()}
-        for key, d in self.shell.sdl.find_json(self.sdl_prefix).items():
+        n = self.delete_recorded(self.sdl_prefix, keep=adopted)
+        self.counters["stale_subscriptions_deleted"] += n
+
+    def delete_recorded(self, prefix: str, keep: Collection[str] = (),
+                        timeout_s: float | None = None) -> int:  # fmt: skip
+        """The subscriptions recorded under ``prefix`` in the SDL (this process's earlier run,
+        or another replica's) but ``keep``: deleted at submgr and in the SDL; how many submgr
+        took. One submgr cannot be told of stays for the next try's ``adopt_or_clear``."""
+        n = 0
+        for key, d in self.shell.sdl.find_json(prefix).items():
             sid = d.get("subscription_id") if isinstance(d, dict) else None
-            if sid in adopted:
+            if sid in keep:
                 continue
             if isinstance(sid, str):
                 try:
-                    self.submgr.delete(sid)
-                    self.counters["stale_subscriptions_deleted"] += 1
+                    self.submgr.delete(sid, timeout_s)
+                    n += 1
                 except SubmgrError as e:
                     log.warning("could not delete stale subscription %s: %s", sid, e)
             self.shell.sdl.delete(key)
+        return n
 
     def run(self, stop: threading.Event) -> None:
         """The discovery thread: adopt or clear what a previous run left, then a round per

@@ -105,17 +105,10 @@ def _lib() -> ctypes.CDLL | None:
         return _LIB
     _LIB_TRIED = True
     path = library_path()
-    if path is None:
-        return None
-    lib = ctypes.CDLL(str(path))
-    if not all(hasattr(lib, name) for name, _, _ in _SIGNATURES):
+    _LIB = native_lib.load(path, _SIGNATURES)
+    if path is not None and _LIB is None:
         log.warning("%s is older than this package (make setup rebuilds it): Python path", path)
-        return None
-    for name, args, res in _SIGNATURES:
-        fn = getattr(lib, name)
-        fn.argtypes, fn.restype = args, res
-    _LIB = lib
-    return lib
+    return _LIB
 
 
 def available() -> bool:

@@ -44,18 +44,29 @@ def resume_feedback(
         except (TypeError, ValueError, KeyError) as e:
             log.warning("SDL flow %s unreadable, ignored: %s", key, e)
             out.stale_keys.add(key)
+    out.records, stale = fresh_records(sdl, expire_s)
+    out.stale_keys |= stale
+    if targets:
+        for rec in out.records.values():
+            feedback.update(rec.ue, UeTarget(rec.target_bps, rec.fallback, rec.guami, rec.t_ms))
+    return out
+
+
+def fresh_records(sdl: SdlStore, expire_s: float) -> tuple[dict[int, UeRecord], set[str]]:
+    """The UE records in the SDL updated within ``expire_s``, by UE; and the keys of the
+    others (expired or unreadable)."""
     now = time.time()
+    records: dict[int, UeRecord] = {}
+    stale: set[str] = set()
     for key, d in sdl.find_json(UE).items():
         try:
             rec = UeRecord.from_json(d)
         except (TypeError, KeyError) as e:
             log.warning("SDL UE record %s unreadable, ignored: %s", key, e)
-            out.stale_keys.add(key)
+            stale.add(key)
             continue
         if now - rec.updated_at > expire_s:
-            out.stale_keys.add(key)
+            stale.add(key)
             continue
-        out.records[rec.ue] = rec
-        if targets:
-            feedback.update(rec.ue, UeTarget(rec.target_bps, rec.fallback, rec.guami, rec.t_ms))
-    return out
+        records[rec.ue] = rec
+    return records, stale

@@ -72,7 +72,7 @@ from octoric.xapps.occ.kpm_input import (
 )
 from octoric.xapps.occ.native import NativeEngine, NativeFeedback, NativeOcc
 from octoric.xapps.occ.persist import UeRecord
-from octoric.xapps.occ.resume import Resumed, resume_feedback
+from octoric.xapps.occ.resume import Resumed, fresh_records, resume_feedback
 from octoric.xapps.occ.xapp_config import OccXappConfig
 
 log = logging.getLogger("xapps.occ")
@@ -331,15 +331,10 @@ class OccXapp(XappBase):
 
     def _records_by_node(self) -> dict[str, list[UeRecord]]:
         """The fresh UE records in the SDL, by node (one read for every node taken)."""
-        horizon = time.time() - self.engine.config.expire_ms / 1000.0
+        records, _ = fresh_records(self.sdl, self.engine.config.expire_ms / 1000.0)
         out: dict[str, list[UeRecord]] = {}
-        for d in self.sdl.find_json(persist.UE).values():
-            try:
-                rec = UeRecord.from_json(d)
-            except (TypeError, KeyError):
-                continue
-            if rec.updated_at >= horizon:
-                out.setdefault(rec.meid, []).append(rec)
+        for rec in records.values():
+            out.setdefault(rec.meid, []).append(rec)
         return out
 
     def _take_node(self, meid: str, recs: list[UeRecord]) -> None:
@@ -349,14 +344,8 @@ class OccXapp(XappBase):
         n_ckpt = 0
         for rec in recs:
             blob = self.sdl.get(f"{persist.CKPT}{rec.ue}")
-            state = persist.unpack_state(blob, self.fp) if blob is not None else None
-            if state is not None:
-                try:
-                    with self._engine_lock:
-                        self.engine.import_ue(rec.ue, state)
-                    n_ckpt += 1
-                except OccInputError as e:
-                    log.warning("checkpoint of UE %d not restored: %s", rec.ue, e)
+            if blob is not None and self._import_checkpoint(rec.ue, blob):
+                n_ckpt += 1
             with self._lock:
                 self._materialize()
                 self._latest[rec.ue] = rec
@@ -369,29 +358,26 @@ class OccXapp(XappBase):
 
     def _release_node(self, meid: str) -> None:
         """Node ``meid`` went to another replica: its UEs get no more feedback from here."""
+        gone = self._release(lambda r: r.meid == meid)
+        self.counters["nodes_released"] += 1
+        log.info("node %s released (%d UEs)", meid, gone)
+
+    def _release(self, which: Callable[[UeRecord], bool]) -> int:
+        """Forget the records of the UEs ``which`` selects, and their flows' targets."""
         with self._lock:
             self._materialize()
-            gone = [u for u, r in self._latest.items() if r.meid == meid]
+            gone = [u for u, r in self._latest.items() if which(r)]
             for u in gone:
                 del self._latest[u]
         for u in gone:
             self.feedback.forget(u)
-        self.counters["nodes_released"] += 1
-        log.info("node %s released (%d UEs)", meid, len(gone))
+        return len(gone)
 
     def _clear_subscriptions_of(self, replica: str) -> None:
         """A dead replica's subscriptions: deleted at submgr (its indications would go to an
         endpoint nobody reads) and in the SDL."""
-        prefix = f"{persist.SUB}{replica}."
-        for key, d in self.sdl.find_json(prefix).items():
-            sid = d.get("subscription_id") if isinstance(d, dict) else None
-            if isinstance(sid, str):
-                try:
-                    self.node_subs.submgr.delete(sid, 2.0)
-                    self.counters["dead_replica_subscriptions_deleted"] += 1
-                except Exception as e:
-                    log.warning("could not delete %s's subscription %s: %s", replica, sid, e)
-            self.sdl.delete(key)
+        n = self.node_subs.delete_recorded(f"{persist.SUB}{replica}.", timeout_s=2.0)
+        self.counters["dead_replica_subscriptions_deleted"] += n
 
     def _sync_flows(self) -> None:
         """The flows in the SDL (any replica may have registered or deleted one)."""
@@ -484,16 +470,26 @@ class OccXapp(XappBase):
         self.restored["ues"] = len(self.resumed.records)
         for key, blob in self.sdl.find(persist.CKPT).items():
             ue_s = key[len(persist.CKPT) :]
-            state = persist.unpack_state(blob, self.fp)
-            if state is None or not ue_s.isdigit():
+            done = self._import_checkpoint(int(ue_s), blob) if ue_s.isdigit() else None
+            if done is None:
                 self._sdl_delete.add(key)
-                continue
-            try:
-                self.engine.import_ue(int(ue_s), state)
+            elif done:
                 self.restored["checkpoints"] += 1
-            except OccInputError as e:
-                log.warning("checkpoint %s not restored: %s", key, e)
         log.info("restored from SDL: %s", self.restored)
+
+    def _import_checkpoint(self, ue: int, blob: bytes) -> bool | None:
+        """A UE's engine state from its SDL checkpoint: True imported, False refused by the
+        engine (said in the log), None unreadable or of another configuration."""
+        state = persist.unpack_state(blob, self.fp)
+        if state is None:
+            return None
+        try:
+            with self._engine_lock:
+                self.engine.import_ue(ue, state)
+        except OccInputError as e:
+            log.warning("checkpoint of UE %d not restored: %s", ue, e)
+            return False
+        return True
 
     # --- RMR handlers (dispatch thread) ---------------------------------------------------------
     def _reject(self, reason: str, message: str, meid: str) -> None:
@@ -697,12 +693,7 @@ class OccXapp(XappBase):
             self._release_ue(ev.ue)  # its new node is another replica's
 
     def _release_ue(self, ue: int) -> None:
-        with self._lock:
-            self._materialize()
-            rec = self._latest.pop(ue, None)
-        if rec is not None:
-            self.feedback.forget(ue)
-            self.counters["ues_handed_to_replica"] += 1
+        self.counters["ues_handed_to_replica"] += self._release(lambda r: r.ue == ue)
 
     def _handover(self, ue: int, start: bool, t_ms: int | None) -> None:
         if self.members is not None and ue not in self.latest:
