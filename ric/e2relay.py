@@ -48,20 +48,20 @@ def library_path() -> Path | None:
     return native_lib.find(LIB_NAME, __file__, "OCTORIC_E2RELAY_LIB")
 
 
+# (name, argument types, result type) of every function this module calls
+_SIGNATURES = (
+    ("e2relay_new", [_P, _P, _P, _P, _P, _I, ctypes.c_uint64], _P),
+    ("e2relay_add", [_P, _I, _I, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, _I],
+     ctypes.c_int64),
+    ("e2relay_stats", [_P, ctypes.c_int64, _P, _P, ctypes.c_size_t], ctypes.c_size_t),
+    ("e2relay_close", [_P, ctypes.c_int64], None),
+)  # fmt: skip
+
+
 def _lib() -> ctypes.CDLL | None:
-    path = library_path()
-    if path is None or os.environ.get(ENV, "1") == "0":
+    if os.environ.get(ENV, "1") == "0":
         return None
-    lib = ctypes.CDLL(str(path))
-    lib.e2relay_new.restype = _P
-    lib.e2relay_new.argtypes = [_P, _P, _P, _P, _P, _I, ctypes.c_uint64]
-    lib.e2relay_add.restype = ctypes.c_int64
-    lib.e2relay_add.argtypes = [_P, _I, _I, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, _I]
-    lib.e2relay_stats.restype = ctypes.c_size_t
-    lib.e2relay_stats.argtypes = [_P, ctypes.c_int64, _P, _P, ctypes.c_size_t]
-    lib.e2relay_close.restype = None
-    lib.e2relay_close.argtypes = [_P, ctypes.c_int64]
-    return lib
+    return native_lib.load(library_path(), _SIGNATURES)
 
 
 @dataclass
