@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -25,12 +24,15 @@ BOTTLENECK_NAMES = {int(b): b.name.lower() for b in Bottleneck}
 
 
 def _rates(a: npt.NDArray[np.float64]) -> list[int | None]:
-    """Rates as integer bit/s (Python's round(): half to even), None where not finite."""
+    """Rates as integer bit/s (Python's round(): half to even), None where not finite or
+    beyond int64."""
     ok = np.isfinite(a) & (np.abs(a) < 2.0**62)
     out: list[int | None] = np.rint(np.where(ok, a, 0.0)).astype(np.int64).tolist()
     if not ok.all():
+        # beyond 2^62: the int itself while JSON's int64 (orjson) holds it, else None, as for
+        # inf: a corrupted indication's absurd rate must not fail the report's encoding
         out = [
-            v if good else (round(x) if math.isfinite(x) else None)
+            v if good else (round(x) if -(2.0**63) <= x < 2.0**63 else None)
             for v, good, x in zip(out, ok.tolist(), a.tolist(), strict=True)
         ]
     return out

@@ -429,9 +429,9 @@ pub fn json_escape(s: &mut String, v: &str) {
     s.push('"');
 }
 
-/// `messages._rates` for one value: an int, or null where not finite.
+/// `messages._rates` for one value: an int, or null where not finite or beyond int64.
 fn rate(s: &mut String, x: f64) {
-    if x.is_finite() {
+    if (-(2f64.powi(63))..2f64.powi(63)).contains(&x) {
         s.push_str(&crate::feedback::py_round_int(x));
     } else {
         s.push_str("null");
