@@ -51,6 +51,35 @@ def test_native_equals_generic(native: NativeFormat3Decoder, msg: kpm.KpmIndicat
     _same(native.decode_message(raw), indication.GenericDecoder().decode_message(raw))
 
 
+# name lists a UE after another may repeat exactly (the decoder then reads them by one
+# comparison of bits) or nearly: one late character, one name fewer, an ID for a name
+_NEAR_LISTS = (
+    ("DRB.UEThpDl", "RRU.PrbUsedDl", "OCC.McsDl"),
+    ("DRB.UEThpDl", "RRU.PrbUsedDl", "OCC.McsDm"),
+    ("DRB.UEThpDl", "RRU.PrbUsedDl"),
+    ("DRB.UEThpDl", "RRU.PrbUsedDl", 7),
+    ("DRB.UEThpDl", "RRU.PrbUsedDl", "OCC.McsDl", "OCC.McsDl"),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(range(len(_NEAR_LISTS))), st.booleans()),
+                min_size=2, max_size=8))  # fmt: skip
+def test_native_equals_generic_on_repeated_and_nearly_repeated_name_lists(
+    native: NativeFormat3Decoder, ues: list[tuple[int, bool]]
+) -> None:
+    reports = []
+    for u, (k, gp) in enumerate(ues):
+        names = _NEAR_LISTS[k]
+        rec = kpm.MeasRecord(tuple(range(u, u + len(names))))
+        reports.append(kpm.UeReport(UeId.gnb(7 + u, GUAMI, u), kpm.IndicationFormat1(
+            (rec,), tuple(kpm.MeasInfo(n) for n in names), 1 if gp else None)))  # fmt: skip
+    raw = kpm.encode_kpm(kpm.KpmIndicationMessage(kpm.IndicationFormat3(tuple(reports))))
+    before = native.fallbacks
+    _same(native.decode_message(raw), indication.GenericDecoder().decode_message(raw))
+    assert native.fallbacks == before  # decoded natively, not handed over
+
+
 def _mixed_message(n_ue: int) -> kpm.KpmIndicationMessage:
     """``n_ue`` UEs, two records each of an integer, a real, notSatisfied, noValue, a large
     integer and a small negative real."""

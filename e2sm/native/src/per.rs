@@ -18,6 +18,7 @@ impl<'a> Reader<'a> {
         Reader { data, pos: 0 }
     }
 
+    #[inline]
     pub fn bits(&mut self, n: usize) -> Result<u64, Fallback> {
         let end = self.pos + n;
         if end > self.data.len() * 8 {
@@ -50,10 +51,12 @@ impl<'a> Reader<'a> {
         Ok(v)
     }
 
+    #[inline]
     pub fn align(&mut self) {
         self.pos = (self.pos + 7) & !7;
     }
 
+    #[inline]
     pub fn octets(&mut self, n: usize) -> Result<&'a [u8], Fallback> {
         self.align();
         let b = self.pos >> 3;
@@ -64,12 +67,14 @@ impl<'a> Reader<'a> {
         Ok(&self.data[b..b + n])
     }
 
+    #[inline]
     pub fn uint(&mut self, n: usize) -> Result<u64, Fallback> {
         let o = self.octets(n)?;
         Ok(o.iter().fold(0u64, |v, &x| (v << 8) | x as u64))
     }
 
     /// An aligned length determinant of one piece (a fragment is a fallback).
+    #[inline]
     pub fn length(&mut self) -> Result<usize, Fallback> {
         self.align();
         let b = self.pos >> 3;
@@ -125,6 +130,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Only padding (if anything) is left after the current bit.
+    #[inline]
     pub fn at_end(&self) -> bool {
         (self.pos + 7) >> 3 == self.data.len()
     }

@@ -88,7 +88,7 @@ pub struct Fast {
     guamis: Vec<Option<Guami>>,
     blk: Vec<f64>,
     json: String,
-    seen: HashSet<i64>,
+    seen: rustc_hash::FxHashSet<i64>,
 }
 
 /// `contracts.ue_key.du_key`.
@@ -118,7 +118,7 @@ impl Fast {
             guamis: Vec::new(),
             blk: Vec::new(),
             json: String::new(),
-            seen: HashSet::new(),
+            seen: rustc_hash::FxHashSet::default(),
         }
     }
 

@@ -2,6 +2,7 @@
 //! (a 2 % move, a fallback flip, or `max_interval` since the last datagram), the JSON and
 //! REMB+OCCF datagrams of `contracts/feedback.py` byte for byte, UDP sends.
 
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::net::{SocketAddr, UdpSocket};
@@ -63,8 +64,8 @@ pub struct Feedback {
     pub min_change: f64,
     pub max_interval_s: f64,
     flows: HashMap<String, Flow>,
-    by_ue: HashMap<i64, Vec<String>>,
-    targets: HashMap<i64, Target>,
+    by_ue: FxHashMap<i64, Vec<String>>,
+    targets: FxHashMap<i64, Target>,
     sent: HashMap<String, Sent>,
     pub counters: HashMap<String, u64>,
     sock4: Option<UdpSocket>,
@@ -212,8 +213,8 @@ impl Feedback {
             min_change,
             max_interval_s,
             flows: HashMap::new(),
-            by_ue: HashMap::new(),
-            targets: HashMap::new(),
+            by_ue: FxHashMap::default(),
+            targets: FxHashMap::default(),
             sent: HashMap::new(),
             counters: HashMap::new(),
             sock4: None,
