@@ -392,30 +392,33 @@ class NativeEngine:
 
     def export_states(self) -> tuple[list[int], dict[str, npt.NDArray[np.generic]]]:
         """Every UE's state (the checkpoint's), ``EXPORT_CHUNK`` UEs per lock of the native
-        state: the indication path waits at most one chunk's copy. The arrays are written
-        here first, so their pages fault in outside the lock. Each UE's row is one moment's;
-        a UE gone between chunks is left out, one that came waits for the next checkpoint."""
-        shapes = self._shapes()
+        state: the indication path waits at most one chunk's copy. Each UE's row is one
+        moment's; a UE gone between chunks is left out, one that came waits for the next
+        checkpoint."""
         ids = np.asarray(self.ue_ids, dtype=np.int64)
+        found, arrs = self._export(ids)
+        return ids[found].tolist(), {k: a[found] for k, a in arrs.items()}
+
+    def export_ue(self, ue_id: int) -> dict[str, npt.NDArray[np.generic]] | None:
+        found, arrs = self._export(np.asarray([int(ue_id)], dtype=np.int64))
+        return {k: a[0] for k, a in arrs.items()} if found[0] else None
+
+    def _export(self, ids: npt.NDArray[np.int64]
+                ) -> tuple[npt.NDArray[np.bool_], dict[str, npt.NDArray[np.generic]]]:  # fmt: skip
+        """The rows of ``ids`` (``occ_export_ues``), and which of them the engine knows."""
+        shapes = self._shapes()
         n = len(ids)
         found = np.zeros(n, dtype=np.uint8)
-        arrs = {k: np.zeros((n, *s), dtype=np.int64 if k in self._INTS else np.float64)
-                for k, s in shapes.items()}  # fmt: skip
-        for a in arrs.values():
-            a.fill(0)  # np.zeros' pages are mapped lazily: touch them now, unlocked
+        # np.full writes every page now, so they fault in here and not under the native lock
+        arrs: dict[str, npt.NDArray[np.generic]] = {
+            k: np.full((n, *s), 0, dtype=np.int64 if k in self._INTS else np.float64)
+            for k, s in shapes.items()
+        }
         for at in range(0, n, EXPORT_CHUNK):
             m = min(EXPORT_CHUNK, n - at)
             self._lib.occ_export_ues(self._h, m, _ptr(ids[at:]), _ptr(found[at:]),
                                      *(_ptr(arrs[k][at:]) for k in shapes))  # fmt: skip
-        keep = found.astype(bool)
-        return ids[keep].tolist(), {k: a[keep] for k, a in arrs.items()}
-
-    def export_ue(self, ue_id: int) -> dict[str, npt.NDArray[np.generic]] | None:
-        ues, states = self.export_states()
-        if int(ue_id) not in ues:
-            return None
-        i = ues.index(int(ue_id))
-        return {k: v[i] for k, v in states.items()}
+        return found.astype(bool), arrs
 
     def import_ue(self, ue_id: int, state: Mapping[str, npt.NDArray[np.generic]]) -> None:
         ue = int(ue_id)
