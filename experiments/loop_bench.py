@@ -14,7 +14,12 @@ The configurations (``CASES``):
 - 10 nodes x 100 UEs, 20 ms period (20 granules): the same 1 M UE-samples/s in half as many
   indications, the load ``octoric bench soak`` runs for an hour;
 - 10 nodes x 100 UEs at 1 ms and at 2 ms (issue #44: 10 k indications/s, p99 <= 1 ms, p50 <=
-  200 us), and the 2 ms load on two OCC replicas sharing the nodes (``xapps/occ/shards.py``).
+  200 us), and the 2 ms load on two OCC replicas sharing the nodes (``xapps/occ/shards.py``);
+- the 2 ms load again with the nodes' report phases spread over the period.
+
+The nodes report at the same instant every period (gNBs on one clock do: the worst case for
+the queue, ten indications at once); ``spread`` gives node i the phase i/N of the period
+instead (gNBs whose KPM report timers started at their subscriptions).
 
 The gNBs' replay and the feedback receiver run natively where ``make setup`` built them
 (``experiments/native``): in Python they took 0.25 and 0.17 core at 5 k indications/s and fell
@@ -113,6 +118,8 @@ class LoopCase:
     flows_per_node: int = 10
     # OCC xApp replicas sharing the nodes (xapps/occ/shards.py); 1: one, unsharded
     replicas: int = 1
+    # node i reports at phase i / n_nodes of the period, not all nodes at once (the docstring)
+    spread: bool = False
     # the flows' UEs alternate outage / no outage (see variant_messages): every indication
     # is due a datagram to every flow; otherwise only the estimates' own moves send (the soak)
     flip: bool = False
@@ -131,6 +138,7 @@ CASES = (
     LoopCase("10x100@2ms", 10, 100, 2, flip=True),
     # the same load on two OCC replicas (shards.py): on 2 cores, two receive threads
     LoopCase("10x100@2ms/2 replicas", 10, 100, 2, flip=True, replicas=2),
+    LoopCase("10x100@2ms spread", 10, 100, 2, flip=True, spread=True),
 )
 # the periodic refresh (every 50 ms by default) resends the latest target from a timer: a
 # datagram no indication caused, whose "latency" is the timer's phase (see the docstring)
@@ -223,15 +231,17 @@ class LoadNode(ScriptedNode):
 
 async def blast(node: LoadNode, messages: list[bytes], case: LoopCase, t0_ms: int,
                 start: float, seconds: float) -> None:  # fmt: skip
-    """Indication k at ``start + k * period`` with collection start ``t0_ms + k * period``."""
+    """Indication k at ``start + k * period`` (plus the node's phase when the case spreads
+    them) with collection start ``t0_ms + k * period``."""
     sub = next(iter(node.subs.values()))
     templates = [Template(sub, m) for m in messages]
     assert node.conn is not None
     period = case.period_ms / 1000.0
+    phase = node.node * period / case.n_nodes if case.spread else 0.0
     k = 0
     n = round(seconds / period)
     while k < n:
-        await asyncio.sleep(max(0.0, start + k * period - time.monotonic()))
+        await asyncio.sleep(max(0.0, start + phase + k * period - time.monotonic()))
         t_ms = t0_ms + k * case.period_ms
         pdu = templates[k % len(templates)].fill(sub.sn, t_ms)
         sent_ns = time.monotonic_ns()
@@ -311,7 +321,7 @@ def _loadgen() -> ctypes.CDLL | None:
                                   ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                   ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                   ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint64,
-                                  ctypes.c_void_p]  # fmt: skip
+                                  ctypes.c_int, ctypes.c_void_p]  # fmt: skip
     return lib
 
 
@@ -340,7 +350,8 @@ def blast_native(lib: ctypes.CDLL, nodes: list[LoadNode], messages: list[list[by
     start_ns = round(start * 1e9)  # time.monotonic() is CLOCK_MONOTONIC: the same clock
     lib.loadgen_blast(len(nodes), fd_arr.ctypes.data, len(tpls[0]), ptrs, lens.ctypes.data,
                       sn_off.ctypes.data, ts_off.ctypes.data, sn0.ctypes.data, ts, count,
-                      start_ns, case.period_ms * 1_000_000, sent.ctypes.data)  # fmt: skip
+                      start_ns, case.period_ms * 1_000_000, int(case.spread),
+                      sent.ctypes.data)  # fmt: skip
     grid = sent.reshape(len(nodes), count)
     for i, (n, sub) in enumerate(zip(nodes, subs, strict=True)):
         for k in np.flatnonzero(grid[i]).tolist():

@@ -112,3 +112,54 @@ def test_shed_counts_ring_drops() -> None:
     assert lb._seen(status) == 8
     status["rmr"]["shed_queue_full"] = 2
     assert lb._shed(status) == 5
+
+
+@pytest.mark.parametrize("spread", [False, True])
+def test_the_native_replay_sends_on_schedule_at_once_or_at_spread_phases(spread: bool) -> None:
+    """``loadgen_blast``: node i's indication k at start + k * period, plus i/N of the period
+    when spread; each frame is the template with its SN and time stamp patched."""
+    import ctypes
+    import socket
+    import struct
+    import time
+
+    import numpy as np
+
+    lib = lb._loadgen()
+    if lib is None:
+        pytest.fail("libocto_loadgen.so is not built (make setup builds it)")
+    n, count, period_ns = 3, 4, 30_000_000
+    pairs = [socket.socketpair() for _ in range(n)]
+    tpl = [bytes(range(16)) for _ in range(n)]
+    ptrs = (ctypes.c_char_p * n)(*tpl)
+    lens = np.full(n, 16, dtype=np.uintp)
+    sn_off, ts_off = np.zeros(n, dtype=np.uintp), np.full(n, 4, dtype=np.uintp)
+    sn0 = np.array([7, 8, 9], dtype=np.uint16)
+    ts = b"".join(struct.pack(">Q", 1000 + k) for k in range(count))
+    fds = np.array([a.fileno() for a, _ in pairs], dtype=np.intc)
+    sent = np.zeros(n * count, dtype=np.uint64)
+    start = time.monotonic_ns() + 20_000_000
+    try:
+        got = lib.loadgen_blast(n, fds.ctypes.data, 1, ptrs, lens.ctypes.data, sn_off.ctypes.data,
+                                ts_off.ctypes.data, sn0.ctypes.data, ts, count, start, period_ns,
+                                int(spread), sent.ctypes.data)  # fmt: skip
+        assert got == n * count
+        for i, (_, b) in enumerate(pairs):
+            data = b.recv(4096)
+            assert len(data) == count * 20
+            for k in range(count):
+                f = data[20 * k : 20 * k + 20]
+                assert struct.unpack(">I", f[:4])[0] == 16
+                assert struct.unpack(">H", f[4:6])[0] == sn0[i] + k
+                assert struct.unpack(">Q", f[8:16])[0] == 1000 + k
+                assert f[6:8] == bytes([2, 3]) and f[16:] == bytes(range(12, 16))
+    finally:
+        for a, b in pairs:
+            a.close()
+            b.close()
+    # when each was sent, against its slot (ms): never early, and the phases as asked
+    late = (sent.reshape(n, count).astype(np.int64) - start) / 1e6
+    slots = np.arange(count) * period_ns / 1e6
+    phase = np.array([[i * period_ns / n / 1e6 if spread else 0.0] for i in range(n)])
+    assert (late >= slots + phase).all(), late
+    assert (late < slots + phase + 5.0).all(), late  # a loaded 2-core machine: 5 ms slack

@@ -50,8 +50,9 @@ fn write_all(fd: c_int, mut buf: &[u8]) -> bool {
     true
 }
 
-/// Replay indications: at `start_ns + k * period_ns` (k < `count`) every node `i` sends its
-/// template `k % n_tpl` as one E2 TCP frame (4-octet length, then the PDU), with the 2-octet
+/// Replay indications: at `start_ns + k * period_ns` (k < `count`; plus `i * period_ns /
+/// n_nodes` when `spread` is not 0) every node `i` sends its template `k % n_tpl` as one E2 TCP
+/// frame (4-octet length, then the PDU), with the 2-octet
 /// SN at `sn_off[t]` set to `sn0[i] + k` and the 8-octet time stamp at `ts_off[t]` set to
 /// `ts[k]`. `sent_ns[i * count + k]` gets the CLOCK_MONOTONIC time just before the write (0: not
 /// sent). Returns how many were sent; -1 on bad arguments.
@@ -74,6 +75,7 @@ pub unsafe extern "C" fn loadgen_blast(
     count: usize,
     start_ns: u64,
     period_ns: u64,
+    spread: c_int,
     sent_ns: *mut u64,
 ) -> i64 {
     if n_nodes == 0 || n_tpl == 0 || fds.is_null() || tpl.is_null() {
@@ -105,6 +107,13 @@ pub unsafe extern "C" fn loadgen_blast(
         for i in 0..n_nodes {
             if dead[i] {
                 continue;
+            }
+            if spread != 0 {
+                // each node's report timer at its own phase, as gNBs subscribed at different
+                // moments run them; otherwise all at once, as gNBs on one clock do
+                sleep_until(
+                    start_ns + k as u64 * period_ns + i as u64 * period_ns / n_nodes as u64,
+                );
             }
             let j = i * n_tpl + k % n_tpl;
             let f = &mut frames[j];
