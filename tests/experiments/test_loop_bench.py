@@ -6,6 +6,12 @@ benchmark's (``make bench``), not asserted here."""
 
 from __future__ import annotations
 
+import ctypes
+import socket
+import struct
+import time
+
+import numpy as np
 import pytest
 
 from octoric.experiments import loop_bench as lb
@@ -118,13 +124,6 @@ def test_shed_counts_ring_drops() -> None:
 def test_the_native_replay_sends_on_schedule_at_once_or_at_spread_phases(spread: bool) -> None:
     """``loadgen_blast``: node i's indication k at start + k * period, plus i/N of the period
     when spread; each frame is the template with its SN and time stamp patched."""
-    import ctypes
-    import socket
-    import struct
-    import time
-
-    import numpy as np
-
     lib = lb._loadgen()
     if lib is None:
         pytest.fail("libocto_loadgen.so is not built (make setup builds it)")

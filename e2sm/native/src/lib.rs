@@ -11,32 +11,8 @@ mod per;
 pub mod ricind;
 
 use per::{Fallback, Reader};
+use rustc_hash::FxHashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// FNV-1a: measurement names are a few short strings, looked up once per UE and metric;
-/// SipHash's DoS resistance buys nothing for a table cleared every message and capped by
-/// the message's own size.
-#[derive(Default)]
-pub struct Fnv(u64);
-
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for &b in bytes {
-            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-}
 
 /// One UE's report.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -80,7 +56,9 @@ pub struct Parsed {
     // same number of UEs message after message, so decoding allocates nothing in the steady state
     spare: Vec<Ue>,
     pub names: Vec<String>,
-    index: HashMap<Vec<u8>, u32, BuildHasherDefault<Fnv>>,
+    // FxHash: a few short names, looked up per UE and metric; SipHash's DoS resistance buys
+    // nothing for a table cleared every message and capped by the message's size
+    index: FxHashMap<Vec<u8>, u32>,
     prev: Vec<u32>, // the previous UE's names: the next UE usually lists the same, in order
     // where the previous UE's measInfoList lay (octet-aligned start, length in bits): the next
     // UE's, when its bits are the same, reads as the same names without a parse
